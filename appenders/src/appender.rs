@@ -1,0 +1,274 @@
+//! The `Appender` trait: how a sink writes records, and its typed errors.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::io;
+use std::sync::Arc;
+
+use crate::record::Record;
+
+/// A sink that writes records: console, file, JSON, syslog, or your own.
+///
+/// An appender is owned by exactly one worker thread of the broker, which is
+/// why every method takes `&mut self` and no locking is needed. The broker
+/// calls [`append_batch`](Appender::append_batch) with the records it drained
+/// from the queue, then [`flush`](Appender::flush) when the queue runs empty.
+///
+/// # Examples
+///
+/// ```
+/// use logbus_appenders::{AppendError, Appender, Record};
+///
+/// /// Counts records; writes nothing.
+/// #[derive(Debug, Default)]
+/// struct Counter(u64);
+///
+/// impl Appender for Counter {
+///     fn append(&mut self, _record: &Record) -> Result<(), AppendError> {
+///         self.0 += 1;
+///         Ok(())
+///     }
+///
+///     fn flush(&mut self) -> Result<(), AppendError> {
+///         Ok(())
+///     }
+/// }
+/// ```
+pub trait Appender: Send + 'static {
+    /// Writes one record.
+    ///
+    /// # For implementors
+    ///
+    /// Return an error rather than panicking or printing: the broker retries
+    /// the record under the subscription's retry policy and then hands it to
+    /// the dead-letter route. Buffering is allowed; the broker calls
+    /// [`flush`](Appender::flush) when its queue runs empty. Do not log
+    /// through the `log` crate from here: such calls are discarded (see the
+    /// re-entrancy rule in the `logbus` docs).
+    ///
+    /// # Errors
+    ///
+    /// Whatever stopped the record from being written.
+    fn append(&mut self, record: &Record) -> Result<(), AppendError>;
+
+    /// Writes a batch of records, in order.
+    ///
+    /// # For implementors
+    ///
+    /// The default calls [`append`](Appender::append) for each record.
+    /// Override it to write a batch in one system call. On failure report how
+    /// many records of the batch were fully written before the failing one:
+    /// the broker then retries from the failing record, so a record is never
+    /// written twice by the broker's doing.
+    ///
+    /// # Errors
+    ///
+    /// A [`BatchError`] naming the index of the first record not written.
+    fn append_batch(&mut self, records: &[Arc<Record>]) -> Result<(), BatchError> {
+        for (written, record) in records.iter().enumerate() {
+            self.append(record)
+                .map_err(|error| BatchError { written, error })?;
+        }
+        Ok(())
+    }
+
+    /// Pushes buffered output to its destination.
+    ///
+    /// # For implementors
+    ///
+    /// Called when the subscription's queue runs empty, on an explicit
+    /// flush, and before the worker exits. Make it cheap when nothing is
+    /// buffered.
+    ///
+    /// # Errors
+    ///
+    /// Whatever stopped the buffered data from being written.
+    fn flush(&mut self) -> Result<(), AppendError>;
+}
+
+impl<A: Appender + ?Sized> Appender for Box<A> {
+    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
+        (**self).append(record)
+    }
+
+    fn append_batch(&mut self, records: &[Arc<Record>]) -> Result<(), BatchError> {
+        (**self).append_batch(records)
+    }
+
+    fn flush(&mut self) -> Result<(), AppendError> {
+        (**self).flush()
+    }
+}
+
+/// The operation an appender was doing when it failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Operation {
+    /// Opening or creating the destination.
+    Open,
+    /// Writing a record.
+    Write,
+    /// Flushing buffered output.
+    Flush,
+    /// Rotating a file.
+    Rotate,
+    /// Formatting a record.
+    Format,
+    /// Connecting to a remote destination.
+    Connect,
+    /// The appender panicked (caught by the broker).
+    Panic,
+    /// Anything else.
+    Other,
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Operation::Open => "open",
+            Operation::Write => "write",
+            Operation::Flush => "flush",
+            Operation::Rotate => "rotate",
+            Operation::Format => "format",
+            Operation::Connect => "connect",
+            Operation::Panic => "panic",
+            Operation::Other => "append",
+        })
+    }
+}
+
+/// Why an appender could not write or flush.
+///
+/// It names the [`Operation`] that failed, an optional detail (such as the
+/// path), and the underlying error as its [`source`](StdError::source).
+///
+/// # Examples
+///
+/// ```
+/// use logbus_appenders::{AppendError, Operation};
+/// use std::io;
+///
+/// let err = AppendError::io(Operation::Write, io::Error::from(io::ErrorKind::StorageFull))
+///     .with_detail("/var/log/app.log");
+/// assert_eq!(err.operation(), Operation::Write);
+/// assert_eq!(err.to_string(), "write failed: /var/log/app.log");
+/// assert!(std::error::Error::source(&err).is_some());
+/// ```
+#[derive(Debug)]
+pub struct AppendError {
+    operation: Operation,
+    detail: Option<String>,
+    source: Option<Box<dyn StdError + Send + Sync + 'static>>,
+}
+
+impl AppendError {
+    /// An error of `operation` caused by an I/O error.
+    #[must_use]
+    pub fn io(operation: Operation, source: io::Error) -> AppendError {
+        AppendError {
+            operation,
+            detail: None,
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// An error of `operation` with a text and no underlying cause.
+    #[must_use]
+    pub fn new(operation: Operation, detail: impl Into<String>) -> AppendError {
+        AppendError {
+            operation,
+            detail: Some(detail.into()),
+            source: None,
+        }
+    }
+
+    /// An error of `operation` caused by any error.
+    #[must_use]
+    pub fn from_source(
+        operation: Operation,
+        source: impl StdError + Send + Sync + 'static,
+    ) -> AppendError {
+        AppendError {
+            operation,
+            detail: None,
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// Adds a detail (for example the path) shown in `Display`.
+    #[must_use]
+    pub fn with_detail(mut self, detail: impl Into<String>) -> AppendError {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    /// The operation that failed.
+    #[must_use]
+    pub fn operation(&self) -> Operation {
+        self.operation
+    }
+
+    /// The I/O error kind, when the cause is an I/O error.
+    #[must_use]
+    pub fn io_kind(&self) -> Option<io::ErrorKind> {
+        self.source
+            .as_ref()
+            .and_then(|s| s.downcast_ref::<io::Error>())
+            .map(io::Error::kind)
+    }
+
+    /// The error with its chain of causes on one line, for records and
+    /// reports (`write failed: /var/log/app.log: No space left on device`).
+    #[must_use]
+    pub fn chain_text(&self) -> String {
+        let mut text = self.to_string();
+        let mut cause: Option<&(dyn StdError + 'static)> = self.source();
+        while let Some(c) = cause {
+            text.push_str(": ");
+            text.push_str(&c.to_string());
+            cause = c.source();
+        }
+        text
+    }
+}
+
+impl fmt::Display for AppendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed", self.operation)?;
+        if let Some(detail) = &self.detail {
+            write!(f, ": {detail}")?;
+        }
+        Ok(())
+    }
+}
+
+impl StdError for AppendError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source
+            .as_ref()
+            .map(|s| &**s as &(dyn StdError + 'static))
+    }
+}
+
+/// A failed [`Appender::append_batch`]: how many records were written before
+/// the failing one, and why it failed.
+#[derive(Debug)]
+pub struct BatchError {
+    /// Records of the batch fully written before the failure; the record at
+    /// this index is the one that failed.
+    pub written: usize,
+    /// Why the record at index `written` failed.
+    pub error: AppendError,
+}
+
+impl fmt::Display for BatchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "batch failed at record {}", self.written)
+    }
+}
+
+impl StdError for BatchError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&self.error)
+    }
+}

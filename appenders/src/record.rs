@@ -1,0 +1,440 @@
+//! The record type appenders consume: one immutable log event, owned.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+pub use log::Level;
+
+/// A record's topic: `<level>.<target>`, with `::` in the target turned into `.`.
+///
+/// `Topic` is a cheap handle (`Copy`-like clone: a pointer, or one reference
+/// count) shared by every record published on the same topic. The broker
+/// interns topics, so building a record usually costs no allocation here.
+///
+/// # Examples
+///
+/// ```
+/// use logbus_appenders::{Level, Topic};
+///
+/// let topic = Topic::new(Level::Warn, "app::db");
+/// assert_eq!(topic.as_str(), "warn.app.db");
+/// assert_eq!(topic.target(), "app::db");
+/// assert_eq!(topic.level(), Level::Warn);
+/// ```
+#[derive(Clone)]
+pub struct Topic(TopicRepr);
+
+#[derive(Clone)]
+enum TopicRepr {
+    /// Interned for the life of the process: cloning costs nothing.
+    Static(&'static TopicInner),
+    /// Not interned (the intern table was full): one reference count.
+    Shared(Arc<TopicInner>),
+}
+
+#[derive(Debug)]
+struct TopicInner {
+    level: Level,
+    target: Box<str>,
+    topic: Box<str>,
+}
+
+impl TopicInner {
+    fn new(level: Level, target: &str) -> TopicInner {
+        let mut topic = String::with_capacity(6 + target.len());
+        topic.push_str(level_name(level));
+        if !target.is_empty() {
+            topic.push('.');
+            topic.push_str(&target.replace("::", "."));
+        }
+        TopicInner {
+            level,
+            target: target.into(),
+            topic: topic.into_boxed_str(),
+        }
+    }
+}
+
+/// The lower-case name of a level, as used in topics (`"warn"`).
+#[must_use]
+pub const fn level_name(level: Level) -> &'static str {
+    match level {
+        Level::Error => "error",
+        Level::Warn => "warn",
+        Level::Info => "info",
+        Level::Debug => "debug",
+        Level::Trace => "trace",
+    }
+}
+
+impl Topic {
+    /// Builds the topic of `level` and `target` (allocates; see [`Topic::leak`]).
+    #[must_use]
+    pub fn new(level: Level, target: &str) -> Topic {
+        Topic(TopicRepr::Shared(Arc::new(TopicInner::new(level, target))))
+    }
+
+    /// Builds the topic and leaks it, so clones cost nothing.
+    ///
+    /// Meant for interning tables whose size is bounded by their owner (the
+    /// broker interns at most a fixed number of topics per process).
+    #[must_use]
+    pub fn leak(level: Level, target: &str) -> Topic {
+        Topic(TopicRepr::Static(Box::leak(Box::new(TopicInner::new(
+            level, target,
+        )))))
+    }
+
+    fn inner(&self) -> &TopicInner {
+        match &self.0 {
+            TopicRepr::Static(inner) => inner,
+            TopicRepr::Shared(inner) => inner,
+        }
+    }
+
+    /// The topic string, e.g. `warn.app.db`.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.inner().topic
+    }
+
+    /// The target as the `log` crate gave it, e.g. `app::db`.
+    #[must_use]
+    pub fn target(&self) -> &str {
+        &self.inner().target
+    }
+
+    /// The level part of the topic.
+    #[must_use]
+    pub fn level(&self) -> Level {
+        self.inner().level
+    }
+}
+
+impl fmt::Debug for Topic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Topic").field(&self.as_str()).finish()
+    }
+}
+
+impl fmt::Display for Topic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq for Topic {
+    fn eq(&self, other: &Topic) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Topic {}
+
+/// An owned key-value value, keeping the type `log`'s kv gave it where it can.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Value {
+    /// A string.
+    Str(Cow<'static, str>),
+    /// A signed integer.
+    I64(i64),
+    /// An unsigned integer.
+    U64(u64),
+    /// A float.
+    F64(f64),
+    /// A boolean.
+    Bool(bool),
+    /// A unit / none value.
+    Null,
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Str(s) => f.write_str(s),
+            Value::I64(v) => write!(f, "{v}"),
+            Value::U64(v) => write!(f, "{v}"),
+            Value::F64(v) => write!(f, "{v}"),
+            Value::Bool(v) => write!(f, "{v}"),
+            Value::Null => f.write_str("null"),
+        }
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Value {
+        Value::Str(Cow::Owned(s.to_owned()))
+    }
+}
+
+impl From<String> for Value {
+    fn from(s: String) -> Value {
+        Value::Str(Cow::Owned(s))
+    }
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Value {
+        Value::I64(v)
+    }
+}
+
+impl From<u64> for Value {
+    fn from(v: u64) -> Value {
+        Value::U64(v)
+    }
+}
+
+impl From<f64> for Value {
+    fn from(v: f64) -> Value {
+        Value::F64(v)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(v: bool) -> Value {
+        Value::Bool(v)
+    }
+}
+
+/// Identity of the thread that made a log call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadInfo {
+    /// The numeric id of the thread (`std::thread::ThreadId`'s number).
+    pub id: u64,
+    /// The thread's name, if it has one (interned).
+    pub name: Option<&'static str>,
+}
+
+/// One log event, immutable once built and shared (`Arc`) by every appender
+/// it reaches.
+///
+/// Appenders read it through accessors; the broker builds it with
+/// [`Record::builder`]. Tests of appenders build records the same way.
+///
+/// # Examples
+///
+/// ```
+/// use logbus_appenders::{Level, Record, Topic};
+///
+/// let record = Record::builder(Topic::new(Level::Info, "app::http"))
+///     .seq(7)
+///     .message("request served")
+///     .kv("status", 200u64)
+///     .build();
+/// assert_eq!(record.seq(), 7);
+/// assert_eq!(record.topic().as_str(), "info.app.http");
+/// assert_eq!(record.message(), "request served");
+/// assert_eq!(record.key_values()[0].0, "status");
+/// ```
+#[derive(Debug, Clone)]
+pub struct Record {
+    seq: u64,
+    time: SystemTime,
+    topic: Topic,
+    message: Cow<'static, str>,
+    module_path: Option<Cow<'static, str>>,
+    file: Option<Cow<'static, str>>,
+    line: Option<u32>,
+    thread: ThreadInfo,
+    kv: Vec<(Cow<'static, str>, Value)>,
+}
+
+impl Record {
+    /// Starts a record on `topic`; every other field has a neutral default
+    /// (seq 0, the current time, empty message, no location, thread id 0).
+    #[must_use]
+    pub fn builder(topic: Topic) -> RecordBuilder {
+        RecordBuilder {
+            record: Record {
+                seq: 0,
+                time: SystemTime::now(),
+                topic,
+                message: Cow::Borrowed(""),
+                module_path: None,
+                file: None,
+                line: None,
+                thread: ThreadInfo { id: 0, name: None },
+                kv: Vec::new(),
+            },
+        }
+    }
+
+    /// Broker-wide sequence number, strictly increasing in publish order of
+    /// `seq` allocation.
+    #[must_use]
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// When the log call was made (taken on the caller's thread).
+    #[must_use]
+    pub fn time(&self) -> SystemTime {
+        self.time
+    }
+
+    /// The record's level.
+    #[must_use]
+    pub fn level(&self) -> Level {
+        self.topic.level()
+    }
+
+    /// The target, as given to the `log` macro (`app::db`).
+    #[must_use]
+    pub fn target(&self) -> &str {
+        self.topic.target()
+    }
+
+    /// The topic (`warn.app.db`).
+    #[must_use]
+    pub fn topic(&self) -> &Topic {
+        &self.topic
+    }
+
+    /// The formatted message.
+    #[must_use]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The message, telling whether it was a literal (borrowed, not copied).
+    #[must_use]
+    pub fn message_cow(&self) -> &Cow<'static, str> {
+        &self.message
+    }
+
+    /// The module path of the log call, if known.
+    #[must_use]
+    pub fn module_path(&self) -> Option<&str> {
+        self.module_path.as_deref()
+    }
+
+    /// The source file of the log call, if known.
+    #[must_use]
+    pub fn file(&self) -> Option<&str> {
+        self.file.as_deref()
+    }
+
+    /// The source line of the log call, if known.
+    #[must_use]
+    pub fn line(&self) -> Option<u32> {
+        self.line
+    }
+
+    /// The thread that made the log call.
+    #[must_use]
+    pub fn thread(&self) -> ThreadInfo {
+        self.thread
+    }
+
+    /// The key-values attached to the record, in call order.
+    #[must_use]
+    pub fn key_values(&self) -> &[(Cow<'static, str>, Value)] {
+        &self.kv
+    }
+
+    /// The first value under `key`, if any.
+    #[must_use]
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.kv.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// A rough size of the record in bytes (message plus key-values plus the
+    /// fixed part), used for byte-bounded queues.
+    #[must_use]
+    pub fn approx_size(&self) -> usize {
+        let kv: usize = self
+            .kv
+            .iter()
+            .map(|(k, v)| {
+                k.len()
+                    + match v {
+                        Value::Str(s) => s.len(),
+                        _ => 8,
+                    }
+            })
+            .sum();
+        std::mem::size_of::<Record>() + self.message.len() + kv
+    }
+
+    /// A copy of this record with extra key-values appended (used for
+    /// dead-letter metadata).
+    #[must_use]
+    pub fn with_extra_kv(&self, extra: Vec<(Cow<'static, str>, Value)>) -> Record {
+        let mut r = self.clone();
+        r.kv.extend(extra);
+        r
+    }
+}
+
+/// Builds a [`Record`]. See [`Record::builder`].
+#[derive(Debug)]
+#[must_use]
+pub struct RecordBuilder {
+    record: Record,
+}
+
+impl RecordBuilder {
+    /// Sets the sequence number.
+    pub fn seq(mut self, seq: u64) -> Self {
+        self.record.seq = seq;
+        self
+    }
+
+    /// Sets the time of the log call.
+    pub fn time(mut self, time: SystemTime) -> Self {
+        self.record.time = time;
+        self
+    }
+
+    /// Sets the message. A `&'static str` is kept without copying.
+    pub fn message(mut self, message: impl Into<Cow<'static, str>>) -> Self {
+        self.record.message = message.into();
+        self
+    }
+
+    /// Sets the module path.
+    pub fn module_path(mut self, module_path: Option<Cow<'static, str>>) -> Self {
+        self.record.module_path = module_path;
+        self
+    }
+
+    /// Sets the source file.
+    pub fn file(mut self, file: Option<Cow<'static, str>>) -> Self {
+        self.record.file = file;
+        self
+    }
+
+    /// Sets the source line.
+    pub fn line(mut self, line: Option<u32>) -> Self {
+        self.record.line = line;
+        self
+    }
+
+    /// Sets the thread identity.
+    pub fn thread(mut self, thread: ThreadInfo) -> Self {
+        self.record.thread = thread;
+        self
+    }
+
+    /// Appends one key-value.
+    pub fn kv(mut self, key: impl Into<Cow<'static, str>>, value: impl Into<Value>) -> Self {
+        self.record.kv.push((key.into(), value.into()));
+        self
+    }
+
+    /// Replaces all key-values.
+    pub fn key_values(mut self, kv: Vec<(Cow<'static, str>, Value)>) -> Self {
+        self.record.kv = kv;
+        self
+    }
+
+    /// Finishes the record.
+    #[must_use]
+    pub fn build(self) -> Record {
+        self.record
+    }
+}
