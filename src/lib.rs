@@ -1,1 +1,166 @@
-//! placeholder
+//! logbus: a logging backend for the [`log`] crate, built as an in-process
+//! publish/subscribe broker.
+//!
+//! Every log call publishes one immutable [`Record`] on a *topic* named by
+//! its level and target (`warn.app.db`). Appenders (console, file, JSON, or
+//! your own [`Appender`]) are *subscribers*: each has topic patterns, a level
+//! threshold, an optional predicate, its own bounded queue and its own
+//! worker thread. A slow or stuck appender never blocks the caller and never
+//! delays another appender; every record is delivered, or counted.
+//!
+//! ```
+//! use logbus::{LevelFilter, Memory, Subscription};
+//!
+//! let (errors, captured) = Memory::new();
+//! let broker = logbus::builder()
+//!     .appender(Subscription::builder("errors", errors).pattern("error.#"))
+//!     .build()?; // `.install()?` instead makes it the `log` backend
+//!
+//! log::set_max_level(LevelFilter::Trace); // `install()` does this for you
+//! log::error!(logger: &broker, target: "app::db", "connection lost");
+//! log::warn!(logger: &broker, target: "app::db", "retrying");
+//!
+//! let report = broker.shutdown();
+//! assert_eq!(captured.messages(), ["connection lost"]);
+//! assert_eq!(report.subscriptions["errors"].matched, 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Concepts
+//!
+//! - [`Broker`]: owns the subscriptions, routes records, and shuts down on
+//!   drop. [`BrokerHandle`] is a cheap clone of it for other threads.
+//! - [`Record`]: one log event: `seq`, time, level, target, topic, message,
+//!   location, thread, key-values. Shared by `Arc` among the subscriptions
+//!   it reaches; a literal message is not copied.
+//! - [`Subscription`]: an appender plus where it listens
+//!   ([`SubscriptionBuilder::pattern`], [`SubscriptionBuilder::level`],
+//!   [`SubscriptionBuilder::filter`]) and how it queues
+//!   ([`SubscriptionBuilder::capacity`], [`OverflowPolicy`]).
+//! - [`Appender`]: the trait sinks implement (from `logbus-appenders`,
+//!   re-exported here).
+//!
+//! # Topics and wildcards
+//!
+//! A record's topic is `<level>.<target>`, the level in lower case and `::`
+//! turned into `.`: `log::warn!(target: "app::db", ..)` publishes on
+//! `warn.app.db`. Patterns follow AMQP topic-exchange rules: `*` matches one
+//! segment, `#` zero or more. `#` matches everything, `error.#` every error,
+//! `*.app.db.#` everything from `app::db` and below.
+//!
+//! ```
+//! use logbus::TopicPattern;
+//!
+//! let pattern: TopicPattern = "*.app.db.#".parse()?;
+//! assert!(pattern.matches("warn.app.db"));
+//! assert!(pattern.matches("info.app.db.pool"));
+//! assert!(!pattern.matches("info.app.http"));
+//! assert_eq!(pattern, TopicPattern::parse("*.app.db.#")?);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The subscriptions a (level, target) reaches are computed once from a trie
+//! of patterns and cached per thread, so a steady-state publish costs one
+//! lookup whatever the number of subscriptions.
+//!
+//! # Backpressure
+//!
+//! Each subscription's queue is bounded ([`DEFAULT_CAPACITY`] records, and
+//! optionally bytes). When it is full, [`OverflowPolicy::DropOldest`] (the
+//! default) evicts the oldest queued record, `DropNewest` discards the new
+//! one, `Block` makes the caller wait and `BlockTimeout` waits a bounded
+//! time. Drops are counted exactly ([`SubscriptionStats::dropped`]), and the
+//! worker writes one WARN record per burst saying how many were dropped.
+//!
+//! # Shutdown
+//!
+//! Dropping a [`Broker`] or the [`LoggerGuard`] returned by
+//! [`Builder::install`] drains every queue, flushes every appender and joins
+//! the workers (bounded by a timeout). `log::logger().flush()` and
+//! [`BrokerHandle::flush`] are barriers: they return once every record
+//! enqueued before them is written. [`Broker::shutdown_timeout`] returns a
+//! [`ShutdownReport`] of what was written and what was left. A log call after
+//! shutdown returns at once and is counted as dropped. `std::process::exit`
+//! skips destructors: shut down first.
+//!
+//! # Using with the `log` crate
+//!
+//! ```no_run
+//! use logbus::{LevelFilter, Memory, Subscription};
+//!
+//! let _guard = logbus::builder()
+//!     .appender(Subscription::builder("memory", Memory::new().0).level(LevelFilter::Info))
+//!     .install()?;
+//! log::info!("the broker is the `log` backend now");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A log call made from inside an appender (on a logbus worker thread) is
+//! discarded and counted in [`BrokerStats::suppressed`]: it can neither
+//! deadlock nor loop. `flush` called there returns
+//! [`FlushError::OnWorkerThread`] instead of waiting, and `unsubscribe`
+//! completes in the background.
+//!
+//! # Feature flags
+//!
+//! - `gzip`: compress rotated log files.
+//!
+//! # Supported Rust versions
+//!
+//! The minimum supported Rust version is 1.80 (`rust-version` in
+//! `Cargo.toml`).
+
+mod broker;
+mod builder;
+mod directive;
+mod error;
+mod log_backend;
+mod report;
+mod route;
+mod subscription;
+mod sync;
+mod topic;
+
+/// The appender side, re-exported from `logbus-appenders`.
+pub use logbus_appenders as appenders;
+
+pub use crate::{
+    appenders::{
+        AppendError, Appender, BatchError, Level, Memory, MemoryHandle, Operation, Record, Topic,
+        Value,
+    },
+    broker::{
+        Broker, BrokerHandle, BrokerStats, ShutdownReport, DEFAULT_FLUSH_TIMEOUT,
+        DEFAULT_SHUTDOWN_TIMEOUT,
+    },
+    builder::Builder,
+    directive::{DirectiveError, DirectiveErrorKind, Directives},
+    error::{FlushError, InstallError, SubscribeError, UnsubscribeError},
+    log_backend::LoggerGuard,
+    subscription::{
+        OverflowPolicy, Subscription, SubscriptionBuilder, SubscriptionHandle, SubscriptionStats,
+        DEFAULT_CAPACITY,
+    },
+    topic::{TopicParseError, TopicParseErrorKind, TopicPattern},
+};
+pub use log::LevelFilter;
+
+/// Starts configuring a broker in code; see [`Builder`].
+pub fn builder() -> Builder {
+    Builder::new()
+}
+
+/// Now, in microseconds since the Unix epoch (0 if the clock is before it).
+pub(crate) fn record_now_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// Formats microseconds since the epoch as RFC 3339 UTC.
+pub(crate) fn format_micros(micros: u64) -> String {
+    chrono::DateTime::from_timestamp_micros(micros as i64).map_or_else(
+        || micros.to_string(),
+        |t| t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+    )
+}

@@ -1,0 +1,651 @@
+//! The broker: subscriptions, publishing, flush and shutdown.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Deref;
+use std::time::{Duration, Instant};
+
+use log::LevelFilter;
+use serde::Serialize;
+
+use crate::appenders::Record;
+use crate::error::{FlushError, SubscribeError, UnsubscribeError};
+use crate::log_backend;
+use crate::route::{self, Entry, Snapshot};
+use crate::subscription::worker::{self, Control};
+use crate::subscription::{Counters, Queue, SubShared, SubscriptionBuilder, SubscriptionHandle, SubscriptionStats};
+use crate::sync::{lock, thread, Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+
+/// How long [`BrokerHandle::flush`] (and `log::logger().flush()`) waits by
+/// default.
+pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long dropping a [`Broker`] or a [`LoggerGuard`](crate::LoggerGuard)
+/// waits by default for the queues to drain.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Gives every broker in the process a distinct id (for thread-local views).
+static NEXT_BROKER_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The state every handle of a broker shares.
+pub(crate) struct BrokerShared {
+    pub(crate) id: u64,
+    /// Serialises reconfigurations. Guards the current snapshot and the
+    /// shut-down flag; publishers take it only to refresh their thread-local
+    /// view after the generation changed. Never held while calling user code
+    /// or waiting for a worker.
+    config: Mutex<Config>,
+    /// The generation of the current snapshot. Written (SeqCst) under the
+    /// `config` lock right after a new snapshot is stored; read by every
+    /// publish (Acquire on the fast path, SeqCst for the gate re-check, see
+    /// `SubShared::gate`).
+    generation: AtomicU64,
+    /// Broker-wide record sequence. Relaxed: only uniqueness and monotonic
+    /// allocation matter, which the RMW gives; it publishes no memory.
+    pub(crate) seq: Arc<AtomicU64>,
+    /// Set (SeqCst) once by shutdown before its generation bump; publishers
+    /// that pass the gate re-check read it to count instead of enqueue.
+    closed: AtomicBool,
+    /// Log calls discarded by the re-entrancy rule. Relaxed statistic.
+    pub(crate) suppressed: AtomicU64,
+    /// Records published after shutdown (also counted per subscription).
+    /// Relaxed statistic.
+    dropped_after_shutdown: AtomicU64,
+    /// Whether this broker is the global `log` backend (then
+    /// `log::set_max_level` follows its configuration). Release/Acquire:
+    /// set once by `install`.
+    pub(crate) installed: AtomicBool,
+    flush_timeout: Duration,
+    shutdown_timeout: Duration,
+}
+
+struct Config {
+    snapshot: Arc<Snapshot>,
+    shut_down: bool,
+    /// Subscriptions removed from a worker thread, whose own worker could not
+    /// be joined there; joined by shutdown.
+    detached: Vec<Arc<SubShared>>,
+}
+
+/// A cheap, cloneable handle on a broker: subscribe, unsubscribe, flush,
+/// read stats. Appenders and other threads may hold one; it does not shut
+/// the broker down when dropped (the owning [`Broker`] or
+/// [`LoggerGuard`](crate::LoggerGuard) does).
+#[derive(Clone)]
+pub struct BrokerHandle {
+    pub(crate) shared: Arc<BrokerShared>,
+}
+
+/// A logging broker: routes records to subscriptions, each with its own
+/// queue and worker thread.
+///
+/// A `Broker` works as a local value (tests, libraries) or, through
+/// [`Builder::install`](crate::Builder::install), as the `log` crate's
+/// backend. It dereferences to a [`BrokerHandle`] for everything but
+/// shutdown. Dropping it shuts it down with [`DEFAULT_SHUTDOWN_TIMEOUT`].
+///
+/// # Examples
+///
+/// ```
+/// use logbus::{Broker, LevelFilter, Memory, Subscription};
+///
+/// let broker = Broker::new();
+/// let (errors, captured) = Memory::new();
+/// broker.subscribe(Subscription::builder("errors", errors).pattern("error.#"))?;
+///
+/// log::set_max_level(LevelFilter::Trace);
+/// log::error!(logger: &broker, target: "app::db", "connection lost");
+/// log::info!(logger: &broker, target: "app::db", "reconnected");
+///
+/// let report = broker.shutdown();
+/// assert_eq!(captured.messages(), ["connection lost"]);
+/// assert_eq!(report.subscriptions["errors"].written, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Broker {
+    handle: BrokerHandle,
+}
+
+impl Default for Broker {
+    fn default() -> Broker {
+        Broker::new()
+    }
+}
+
+impl fmt::Debug for Broker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Broker").field("id", &self.shared.id).finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for BrokerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BrokerHandle").field("id", &self.shared.id).finish_non_exhaustive()
+    }
+}
+
+impl Deref for Broker {
+    type Target = BrokerHandle;
+
+    fn deref(&self) -> &BrokerHandle {
+        &self.handle
+    }
+}
+
+impl Broker {
+    /// A broker with no subscriptions and the default timeouts.
+    #[must_use]
+    pub fn new() -> Broker {
+        Broker::with_timeouts(DEFAULT_FLUSH_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT)
+    }
+
+    pub(crate) fn with_timeouts(flush_timeout: Duration, shutdown_timeout: Duration) -> Broker {
+        let shared = BrokerShared {
+            id: NEXT_BROKER_ID.fetch_add(1, Ordering::Relaxed),
+            config: Mutex::new(Config {
+                snapshot: Arc::new(Snapshot::new(0, Vec::new())),
+                shut_down: false,
+                detached: Vec::new(),
+            }),
+            generation: AtomicU64::new(0),
+            seq: Arc::new(AtomicU64::new(0)),
+            closed: AtomicBool::new(false),
+            suppressed: AtomicU64::new(0),
+            dropped_after_shutdown: AtomicU64::new(0),
+            installed: AtomicBool::new(false),
+            flush_timeout,
+            shutdown_timeout,
+        };
+        Broker {
+            handle: BrokerHandle {
+                shared: Arc::new(shared),
+            },
+        }
+    }
+
+    /// A handle that can be cloned and moved to other threads.
+    #[must_use]
+    pub fn handle(&self) -> BrokerHandle {
+        self.handle.clone()
+    }
+
+    /// Stops the broker: new log calls are counted as dropped, every queue is
+    /// drained and every appender flushed, waiting at most
+    /// [`DEFAULT_SHUTDOWN_TIMEOUT`] (or the builder's setting). Calling it
+    /// again returns the current counters.
+    pub fn shutdown(&self) -> ShutdownReport {
+        self.shutdown_timeout(self.shared.shutdown_timeout)
+    }
+
+    /// Like [`shutdown`](Broker::shutdown), with a deadline: subscriptions
+    /// whose appender has not finished by then are named in
+    /// [`ShutdownReport::unfinished`] and their remaining records in
+    /// `in_queue`. Their threads are left to finish on their own.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use logbus::{Broker, Memory, Subscription};
+    ///
+    /// let broker = Broker::new();
+    /// broker.subscribe(Subscription::builder("mem", Memory::new().0))?;
+    /// let report = broker.shutdown_timeout(Duration::from_secs(1));
+    /// assert!(report.unfinished.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn shutdown_timeout(&self, timeout: Duration) -> ShutdownReport {
+        self.shared.shutdown(timeout)
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.shared.shutdown(self.shared.shutdown_timeout);
+        route::forget_view(self.shared.id);
+    }
+}
+
+impl BrokerHandle {
+    /// Adds a subscription and starts its worker thread `logbus-<name>`.
+    ///
+    /// # Errors
+    ///
+    /// [`SubscribeError`] if a pattern is malformed, the name is taken or
+    /// empty, the capacity is zero, the broker is shut down, or the thread
+    /// cannot be spawned.
+    pub fn subscribe(&self, builder: SubscriptionBuilder) -> Result<SubscriptionHandle, SubscribeError> {
+        self.shared.subscribe(builder)
+    }
+
+    /// Removes a subscription: stops routing to it, writes what it had
+    /// queued, flushes its appender and joins its worker. Returns its final
+    /// counters.
+    ///
+    /// Called from inside an appender (on a logbus worker thread) it does not
+    /// wait: routing stops at once and the drain completes in the background.
+    ///
+    /// # Errors
+    ///
+    /// [`UnsubscribeError::NotFound`] if no subscription has this name.
+    pub fn unsubscribe(&self, name: &str) -> Result<SubscriptionStats, UnsubscribeError> {
+        self.shared.unsubscribe(name)
+    }
+
+    /// Waits until every record enqueued before this call has been written
+    /// (or counted as dropped or failed) and every appender flushed, for at
+    /// most the broker's flush timeout ([`DEFAULT_FLUSH_TIMEOUT`]).
+    ///
+    /// # Errors
+    ///
+    /// [`FlushError::Timeout`] naming the subscriptions that had not
+    /// finished, or [`FlushError::OnWorkerThread`] when called from inside an
+    /// appender, where waiting could deadlock.
+    pub fn flush(&self) -> Result<(), FlushError> {
+        self.shared.flush(self.shared.flush_timeout)
+    }
+
+    /// [`flush`](BrokerHandle::flush) with an explicit bound.
+    ///
+    /// # Errors
+    ///
+    /// As for [`flush`](BrokerHandle::flush).
+    pub fn flush_timeout(&self, timeout: Duration) -> Result<(), FlushError> {
+        self.shared.flush(timeout)
+    }
+
+    /// A snapshot of every subscription's counters and the broker totals.
+    #[must_use]
+    pub fn stats(&self) -> BrokerStats {
+        self.shared.stats()
+    }
+
+    /// The handle of the subscription called `name`, if any.
+    #[must_use]
+    pub fn subscription(&self, name: &str) -> Option<SubscriptionHandle> {
+        let snapshot = self.shared.snapshot();
+        snapshot
+            .entries
+            .iter()
+            .find(|e| &*e.sub.name == name)
+            .map(|e| SubscriptionHandle {
+                shared: Arc::clone(&e.sub),
+            })
+    }
+
+    /// The loosest level any subscription accepts.
+    #[must_use]
+    pub fn max_level(&self) -> LevelFilter {
+        self.shared.snapshot().max_level
+    }
+}
+
+impl BrokerShared {
+    pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
+        Arc::clone(&lock(&self.config).snapshot)
+    }
+
+    /// Publishes `entries` as the new snapshot. Called with the config lock
+    /// held.
+    fn publish_snapshot(&self, config: &mut Config, entries: Vec<Entry>) {
+        let generation = config.snapshot.generation + 1;
+        config.snapshot = Arc::new(Snapshot::new(generation, entries));
+        // SeqCst: the gate protocol (see `SubShared::gate`) needs this store
+        // and the publishers' gate increments in one total order.
+        self.generation.store(generation, Ordering::SeqCst);
+        if self.installed.load(Ordering::Acquire) {
+            log::set_max_level(config.snapshot.max_level);
+        }
+    }
+
+    fn subscribe(&self, builder: SubscriptionBuilder) -> Result<SubscriptionHandle, SubscribeError> {
+        if builder.name.is_empty() {
+            return Err(SubscribeError::EmptyName);
+        }
+        if builder.capacity == 0 {
+            return Err(SubscribeError::ZeroCapacity);
+        }
+        let patterns = builder.parsed_patterns()?;
+        let mut config = lock(&self.config);
+        if config.shut_down {
+            return Err(SubscribeError::ShutDown);
+        }
+        if config.snapshot.entries.iter().any(|e| *e.sub.name == *builder.name) {
+            return Err(SubscribeError::DuplicateName(builder.name));
+        }
+        let (queue, data_rx) = Queue::new(builder.capacity, builder.max_bytes, builder.overflow);
+        let (ctrl_tx, ctrl_rx) = worker::control_channel();
+        let sub = Arc::new(SubShared {
+            name: builder.name.into(),
+            queue,
+            ctrl: ctrl_tx,
+            counters: Counters::default(),
+            gate: Default::default(),
+            worker: Mutex::new(None),
+        });
+        let handle = worker::spawn(builder.appender, data_rx, ctrl_rx, Arc::clone(&sub), Arc::clone(&self.seq))
+            .map_err(SubscribeError::Spawn)?;
+        *lock(&sub.worker) = Some(handle);
+        let mut entries = config.snapshot.entries.clone();
+        entries.push(Entry {
+            sub: Arc::clone(&sub),
+            patterns,
+            level: builder.level,
+            predicate: builder.predicate,
+        });
+        self.publish_snapshot(&mut config, entries);
+        Ok(SubscriptionHandle { shared: sub })
+    }
+
+    fn unsubscribe(&self, name: &str) -> Result<SubscriptionStats, UnsubscribeError> {
+        let sub = {
+            let mut config = lock(&self.config);
+            let Some(index) = config.snapshot.entries.iter().position(|e| &*e.sub.name == name) else {
+                return Err(UnsubscribeError::NotFound(name.to_owned()));
+            };
+            let mut entries = config.snapshot.entries.clone();
+            let entry = entries.remove(index);
+            self.publish_snapshot(&mut config, entries);
+            if log_backend::on_worker_thread() {
+                config.detached.push(Arc::clone(&entry.sub));
+            }
+            entry.sub
+        };
+        if log_backend::on_worker_thread() {
+            // We may be this subscription's own worker, or another worker
+            // that it waits on: finish the removal on a fresh thread.
+            let finisher = Arc::clone(&sub);
+            let spawned = thread::Builder::new()
+                .name("logbus-unsubscribe".into())
+                .spawn(move || stop_worker(&finisher, None));
+            if spawned.is_err() {
+                // Shutdown joins detached subscriptions; nothing is lost.
+                crate::report::stderr(format_args!(
+                    "logbus: could not spawn a thread to finish unsubscribing {name:?}; it completes at shutdown"
+                ));
+            }
+            return Ok(sub.stats());
+        }
+        stop_worker(&sub, None);
+        Ok(sub.stats())
+    }
+
+    fn flush(&self, timeout: Duration) -> Result<(), FlushError> {
+        if log_backend::on_worker_thread() {
+            return Err(FlushError::OnWorkerThread);
+        }
+        let deadline = Instant::now() + timeout;
+        let snapshot = self.snapshot();
+        let mut waiting = Vec::new();
+        for entry in &snapshot.entries {
+            let (ack_tx, ack_rx) = crossbeam_channel::bounded(1);
+            if entry.sub.ctrl.send_deadline(Control::Flush(ack_tx), deadline).is_ok() {
+                waiting.push((&entry.sub.name, ack_rx));
+            } else {
+                waiting.push((&entry.sub.name, crossbeam_channel::never()));
+            }
+        }
+        let mut pending = Vec::new();
+        for (name, ack) in waiting {
+            // Err(Disconnected) means the worker exited (shut down): nothing
+            // left to wait for.
+            if let Err(crossbeam_channel::RecvTimeoutError::Timeout) = ack.recv_deadline(deadline) {
+                pending.push(name.to_string());
+            }
+        }
+        if pending.is_empty() {
+            Ok(())
+        } else {
+            Err(FlushError::Timeout { waited: timeout, pending })
+        }
+    }
+
+    pub(crate) fn shutdown(&self, timeout: Duration) -> ShutdownReport {
+        let deadline = Instant::now() + timeout;
+        let (subs, detached) = {
+            let mut config = lock(&self.config);
+            if !config.shut_down {
+                config.shut_down = true;
+                // SeqCst, before the generation bump: a publisher that sees
+                // the new generation also sees `closed`.
+                self.closed.store(true, Ordering::SeqCst);
+                let entries = config.snapshot.entries.clone();
+                self.publish_snapshot(&mut config, entries);
+            }
+            let subs: Vec<_> = config.snapshot.entries.iter().map(|e| Arc::clone(&e.sub)).collect();
+            (subs, std::mem::take(&mut config.detached))
+        };
+        let on_worker = log_backend::on_worker_thread();
+        let mut unfinished = Vec::new();
+        // Ask every worker first, then wait: they drain in parallel.
+        for sub in subs.iter().chain(&detached) {
+            if !sub.wait_gate_closed(Some(deadline)) {
+                continue;
+            }
+            let _ = sub.ctrl.send_deadline(Control::Shutdown, deadline);
+        }
+        for sub in subs.iter().chain(&detached) {
+            let finished = if on_worker { false } else { join_worker(sub, Some(deadline)) };
+            if !finished && subs.iter().any(|s| Arc::ptr_eq(s, sub)) {
+                unfinished.push(sub.name.to_string());
+            }
+        }
+        let stats = self.stats();
+        ShutdownReport {
+            subscriptions: stats.subscriptions,
+            unfinished,
+            dropped_after_shutdown: stats.dropped_after_shutdown,
+        }
+    }
+
+    fn stats(&self) -> BrokerStats {
+        let snapshot = self.snapshot();
+        BrokerStats {
+            subscriptions: snapshot
+                .entries
+                .iter()
+                .map(|e| (e.sub.name.to_string(), e.sub.stats()))
+                .collect(),
+            suppressed: Counters::get(&self.suppressed),
+            dropped_after_shutdown: Counters::get(&self.dropped_after_shutdown),
+        }
+    }
+
+    /// Whether any subscription accepts `level` from `target`.
+    pub(crate) fn enabled(&self, level: log::Level, target: &str) -> bool {
+        if log_backend::in_logbus() {
+            return false;
+        }
+        self.with_view(|view| !view.lookup(level, target).1.entries.is_empty())
+            .unwrap_or(false)
+    }
+
+    fn with_view<R>(&self, f: impl FnOnce(&mut route::BrokerView) -> R) -> Option<R> {
+        route::with_view(self.id, || self.snapshot(), |view| {
+            // Acquire: pairs with the SeqCst store in `publish_snapshot`; a
+            // stale read only delays the refresh to the gate re-check.
+            if self.generation.load(Ordering::Acquire) != view.generation() {
+                view.refresh(self.snapshot());
+            }
+            f(view)
+        })
+    }
+
+    /// Routes and enqueues one record built by `build` (called at most once,
+    /// and only if some subscription may want the record).
+    pub(crate) fn publish(&self, level: log::Level, target: &str, build: impl FnOnce(crate::appenders::Topic, u64) -> Record) {
+        let mut build = Some(build);
+        let mut record: Option<Arc<Record>> = None;
+        let done = self.with_view(|view| loop {
+            let retry = {
+                let (snapshot, route) = view.lookup(level, target);
+                if route.entries.is_empty() {
+                    return;
+                }
+                let record = match &record {
+                    Some(r) => Arc::clone(r),
+                    None => {
+                        let Some(build) = build.take() else { return };
+                        // Relaxed: see `seq`.
+                        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+                        let r = Arc::new(build(route.topic.clone(), seq));
+                        record = Some(Arc::clone(&r));
+                        r
+                    }
+                };
+                // Predicates are user code: run them before entering any gate.
+                let chosen = Chosen::new(snapshot, &route.entries, &record);
+                for sub in chosen.iter(snapshot) {
+                    // SeqCst: see `SubShared::gate`.
+                    sub.gate.fetch_add(1, Ordering::SeqCst);
+                }
+                // SeqCst: the re-check half of the gate protocol.
+                if self.generation.load(Ordering::SeqCst) != snapshot.generation {
+                    for sub in chosen.iter(snapshot) {
+                        // Release: our earlier accesses happen before the
+                        // reconfigurer's SeqCst load that observes 0.
+                        sub.gate.fetch_sub(1, Ordering::Release);
+                    }
+                    true
+                } else {
+                    // SeqCst: pairs with shutdown's store; see `closed`.
+                    let closed = self.closed.load(Ordering::SeqCst);
+                    for sub in chosen.iter(snapshot) {
+                        if closed {
+                            sub.counters.record_drops(1);
+                            Counters::add(&self.dropped_after_shutdown, 1);
+                        } else {
+                            sub.queue.push(Arc::clone(&record), &sub.counters);
+                        }
+                        sub.gate.fetch_sub(1, Ordering::Release);
+                    }
+                    false
+                }
+            };
+            if !retry {
+                return;
+            }
+            view.refresh(self.snapshot());
+        });
+        if done.is_none() {
+            // Thread-local storage unavailable (thread exiting): route
+            // without a cache through a temporary view is not possible, so
+            // count it where we can.
+            Counters::add(&self.suppressed, 1);
+        }
+    }
+}
+
+/// The entries of a route whose predicate accepts the record.
+enum Chosen<'a> {
+    /// Every entry of the route (no predicate rejected any).
+    All(&'a [u32]),
+    Some(Vec<u32>),
+}
+
+impl<'a> Chosen<'a> {
+    fn new(snapshot: &Snapshot, entries: &'a [u32], record: &Record) -> Chosen<'a> {
+        let rejects = |&i: &u32| {
+            snapshot.entries[i as usize]
+                .predicate
+                .as_ref()
+                .is_some_and(|p| !p(record))
+        };
+        if !entries.iter().any(rejects) {
+            return Chosen::All(entries);
+        }
+        Chosen::Some(entries.iter().copied().filter(|i| !rejects(i)).collect())
+    }
+
+    fn iter<'s>(&'s self, snapshot: &'s Snapshot) -> impl Iterator<Item = &'s SubShared> + 's {
+        let ids: &[u32] = match self {
+            Chosen::All(ids) => ids,
+            Chosen::Some(ids) => ids,
+        };
+        ids.iter().map(move |&i| &*snapshot.entries[i as usize].sub)
+    }
+}
+
+/// Closes the gate of a removed subscription, tells its worker to finish and
+/// joins it. Returns whether the worker finished before `deadline`.
+fn stop_worker(sub: &SubShared, deadline: Option<Instant>) -> bool {
+    sub.wait_gate_closed(deadline);
+    let _ = match deadline {
+        Some(d) => sub.ctrl.send_deadline(Control::Shutdown, d).is_ok(),
+        None => sub.ctrl.send(Control::Shutdown).is_ok(),
+    };
+    join_worker(sub, deadline)
+}
+
+/// Waits for the worker thread to finish and joins it (never from the worker
+/// itself). Returns whether it finished before `deadline`.
+fn join_worker(sub: &SubShared, deadline: Option<Instant>) -> bool {
+    let Some(handle) = lock(&sub.worker).take() else {
+        // Already joined (or being joined by another caller).
+        return true;
+    };
+    if handle.thread.thread().id() == thread::current().id() {
+        *lock(&sub.worker) = Some(handle);
+        return false;
+    }
+    let finished = match deadline {
+        Some(d) => !matches!(handle.done.recv_deadline(d), Err(crossbeam_channel::RecvTimeoutError::Timeout)),
+        None => {
+            let _ = handle.done.recv();
+            true
+        }
+    };
+    if finished {
+        // The worker catches appender panics, so the thread itself does
+        // not panic; a join error would only repeat what was reported.
+        let _ = handle.thread.join();
+    } else {
+        *lock(&sub.worker) = Some(handle);
+    }
+    finished
+}
+
+/// Counters of every subscription and of the broker.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct BrokerStats {
+    /// Per subscription, by name.
+    pub subscriptions: BTreeMap<String, SubscriptionStats>,
+    /// Log calls discarded by the re-entrancy rule (made on a logbus worker
+    /// thread, or from a predicate while logbus was routing).
+    pub suppressed: u64,
+    /// Records published after shutdown (each also counted as `dropped` in
+    /// the subscriptions it matched).
+    pub dropped_after_shutdown: u64,
+}
+
+/// What [`Broker::shutdown`] did: final counters, and which subscriptions did
+/// not finish before the deadline.
+///
+/// For every subscription `matched == written + dropped + dead_lettered +
+/// lost + in_queue`, where `in_queue` is what an unfinished subscription
+/// left undelivered.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ShutdownReport {
+    /// Per subscription, by name.
+    pub subscriptions: BTreeMap<String, SubscriptionStats>,
+    /// Subscriptions whose appender had not finished by the deadline.
+    pub unfinished: Vec<String>,
+    /// Records published after shutdown began.
+    pub dropped_after_shutdown: u64,
+}
+
+impl ShutdownReport {
+    /// Records written, over all subscriptions.
+    #[must_use]
+    pub fn written(&self) -> u64 {
+        self.subscriptions.values().map(|s| s.written).sum()
+    }
+
+    /// Records left undelivered (queued or in an unfinished appender's hands).
+    #[must_use]
+    pub fn left(&self) -> u64 {
+        self.subscriptions.values().map(|s| s.in_queue).sum()
+    }
+}

@@ -1,0 +1,103 @@
+//! `logbus::builder()`: configure appenders in code, then build or install.
+
+use std::time::Duration;
+
+use crate::broker::{Broker, DEFAULT_FLUSH_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT};
+use crate::error::InstallError;
+use crate::log_backend::{self, LoggerGuard};
+use crate::subscription::SubscriptionBuilder;
+
+/// Configures a broker in code. Start with [`builder()`](crate::builder).
+///
+/// | setting | default |
+/// |---|---|
+/// | appenders | none |
+/// | flush timeout | [`DEFAULT_FLUSH_TIMEOUT`] (5 s) |
+/// | shutdown timeout | [`DEFAULT_SHUTDOWN_TIMEOUT`] (30 s) |
+///
+/// # Examples
+///
+/// ```
+/// use logbus::{LevelFilter, Memory, Subscription};
+///
+/// let (appender, captured) = Memory::new();
+/// let broker = logbus::builder()
+///     .appender(Subscription::builder("memory", appender).level(LevelFilter::Info))
+///     .build()?;
+/// log::set_max_level(LevelFilter::Trace);
+/// log::info!(logger: &broker, "hello");
+/// log::debug!(logger: &broker, "too verbose for this appender");
+/// broker.flush()?;
+/// assert_eq!(captured.messages(), ["hello"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+#[must_use]
+pub struct Builder {
+    appenders: Vec<SubscriptionBuilder>,
+    flush_timeout: Duration,
+    shutdown_timeout: Duration,
+}
+
+impl Default for Builder {
+    fn default() -> Builder {
+        Builder::new()
+    }
+}
+
+impl Builder {
+    /// A builder with no appenders and the default timeouts.
+    pub const fn new() -> Builder {
+        Builder {
+            appenders: Vec::new(),
+            flush_timeout: DEFAULT_FLUSH_TIMEOUT,
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+        }
+    }
+
+    /// Adds an appender with its subscription settings.
+    pub fn appender(mut self, subscription: SubscriptionBuilder) -> Self {
+        self.appenders.push(subscription);
+        self
+    }
+
+    /// How long `flush` (and `log::logger().flush()`) waits at most.
+    pub fn flush_timeout(mut self, timeout: Duration) -> Self {
+        self.flush_timeout = timeout;
+        self
+    }
+
+    /// How long dropping the broker or the guard waits at most for the
+    /// queues to drain.
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
+        self
+    }
+
+    /// Builds a local broker (not installed as the `log` backend).
+    ///
+    /// # Errors
+    ///
+    /// [`InstallError::Subscribe`] if a subscription is rejected (malformed
+    /// pattern, duplicate name, zero capacity).
+    pub fn build(self) -> Result<Broker, InstallError> {
+        let broker = Broker::with_timeouts(self.flush_timeout, self.shutdown_timeout);
+        for subscription in self.appenders {
+            broker.subscribe(subscription)?;
+        }
+        Ok(broker)
+    }
+
+    /// Builds the broker and makes it the `log` crate's backend; sets
+    /// `log::max_level` to the loosest level in use. Keep the returned guard
+    /// alive for as long as you log.
+    ///
+    /// # Errors
+    ///
+    /// [`InstallError::AlreadyInstalled`] if a `log` backend is already set
+    /// (the broker built here is shut down again), or
+    /// [`InstallError::Subscribe`] as for [`build`](Builder::build).
+    pub fn install(self) -> Result<LoggerGuard, InstallError> {
+        log_backend::install(self.build()?)
+    }
+}

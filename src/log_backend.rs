@@ -1,0 +1,309 @@
+//! The `log` crate backend: turning a `log::Record` into ours, the
+//! re-entrancy rule, and installing a broker as the global logger.
+//!
+//! # The re-entrancy rule
+//!
+//! A log call made on a logbus worker thread (from inside an appender), or
+//! made while logbus is already routing a record on the same thread (from a
+//! subscription predicate), is discarded and counted in
+//! [`BrokerStats::suppressed`](crate::BrokerStats::suppressed). It can
+//! therefore neither deadlock (no lock is taken) nor loop (no record is
+//! produced). Appenders report their problems by returning errors instead.
+
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::collections::HashSet;
+use std::fmt;
+
+use log::kv::{self, VisitSource, VisitValue};
+
+use crate::appenders::{Record, ThreadInfo, Topic, Value};
+use crate::broker::{Broker, BrokerHandle, BrokerShared, ShutdownReport};
+use crate::subscription::Counters;
+use crate::sync::{lock, Mutex, Ordering};
+
+/// The re-entrancy state of the current thread.
+const IDLE: u8 = 0;
+/// Routing a record right now (a predicate may be running).
+const ROUTING: u8 = 1;
+/// A logbus worker thread, for its whole life.
+const WORKER: u8 = 2;
+
+thread_local! {
+    static STATE: Cell<u8> = const { Cell::new(IDLE) };
+    static THREAD: Cell<Option<ThreadInfo>> = const { Cell::new(None) };
+}
+
+/// Marks the current thread as a logbus worker (for its whole life).
+pub(crate) fn mark_worker_thread() {
+    STATE.with(|s| s.set(WORKER));
+}
+
+/// Whether the current thread is a logbus worker.
+pub(crate) fn on_worker_thread() -> bool {
+    STATE.try_with(|s| s.get() == WORKER).unwrap_or(false)
+}
+
+/// Whether a log call on this thread must be discarded (re-entrancy rule).
+pub(crate) fn in_logbus() -> bool {
+    STATE.try_with(|s| s.get() != IDLE).unwrap_or(true)
+}
+
+/// Resets the routing state when dropped, also on unwinding.
+struct RoutingGuard;
+
+impl RoutingGuard {
+    fn enter() -> Option<RoutingGuard> {
+        STATE
+            .try_with(|s| {
+                if s.get() == IDLE {
+                    s.set(ROUTING);
+                    Some(RoutingGuard)
+                } else {
+                    None
+                }
+            })
+            .ok()
+            .flatten()
+    }
+}
+
+impl Drop for RoutingGuard {
+    fn drop(&mut self) {
+        let _ = STATE.try_with(|s| s.set(IDLE));
+    }
+}
+
+/// Most thread names interned for the life of the process; past the cap
+/// (programs that spawn endless uniquely named threads) names are omitted.
+const THREAD_NAMES_CAP: usize = 1024;
+
+static THREAD_NAMES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
+
+/// The current thread's id and interned name, computed once per thread.
+pub(crate) fn thread_info() -> ThreadInfo {
+    THREAD
+        .try_with(|cell| {
+            if let Some(info) = cell.get() {
+                return info;
+            }
+            let info = compute_thread_info();
+            cell.set(Some(info));
+            info
+        })
+        .unwrap_or_else(|_| compute_thread_info())
+}
+
+fn compute_thread_info() -> ThreadInfo {
+    let current = std::thread::current();
+    // `ThreadId::as_u64` is unstable; its Debug form is `ThreadId(N)`.
+    let debug = format!("{:?}", current.id());
+    let id = debug
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap_or(0);
+    let name = current.name().and_then(|name| {
+        let mut names = lock(&THREAD_NAMES);
+        let names = names.get_or_insert_with(HashSet::new);
+        if let Some(&interned) = names.get(name) {
+            return Some(interned);
+        }
+        if names.len() >= THREAD_NAMES_CAP {
+            return None;
+        }
+        let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+        names.insert(leaked);
+        Some(leaked)
+    });
+    ThreadInfo { id, name }
+}
+
+/// Builds our record from the `log` crate's.
+fn convert(record: &log::Record<'_>, topic: Topic, seq: u64) -> Record {
+    let args = record.args();
+    let message: Cow<'static, str> = match args.as_str() {
+        Some(literal) => Cow::Borrowed(literal),
+        None => Cow::Owned(fmt::format(*args)),
+    };
+    let module_path = record
+        .module_path_static()
+        .map(Cow::Borrowed)
+        .or_else(|| record.module_path().map(|m| Cow::Owned(m.to_owned())));
+    let file = record
+        .file_static()
+        .map(Cow::Borrowed)
+        .or_else(|| record.file().map(|f| Cow::Owned(f.to_owned())));
+    let mut builder = Record::builder(topic)
+        .seq(seq)
+        .message(message)
+        .module_path(module_path)
+        .file(file)
+        .line(record.line())
+        .thread(thread_info());
+    let source = record.key_values();
+    if source.count() > 0 {
+        let mut collect = CollectKv(Vec::with_capacity(source.count()));
+        let _ = source.visit(&mut collect);
+        builder = builder.key_values(collect.0);
+    }
+    builder.build()
+}
+
+struct CollectKv(Vec<(Cow<'static, str>, Value)>);
+
+impl<'kvs> VisitSource<'kvs> for CollectKv {
+    fn visit_pair(&mut self, key: kv::Key<'kvs>, value: kv::Value<'kvs>) -> Result<(), kv::Error> {
+        let mut owned = OwnedValue(Value::Null);
+        if value.visit(&mut owned).is_err() {
+            owned.0 = Value::Str(Cow::Owned(value.to_string()));
+        }
+        self.0.push((Cow::Owned(key.as_str().to_owned()), owned.0));
+        Ok(())
+    }
+}
+
+struct OwnedValue(Value);
+
+impl<'v> VisitValue<'v> for OwnedValue {
+    fn visit_any(&mut self, value: kv::Value<'_>) -> Result<(), kv::Error> {
+        self.0 = Value::Str(Cow::Owned(value.to_string()));
+        Ok(())
+    }
+
+    fn visit_null(&mut self) -> Result<(), kv::Error> {
+        self.0 = Value::Null;
+        Ok(())
+    }
+
+    fn visit_u64(&mut self, value: u64) -> Result<(), kv::Error> {
+        self.0 = Value::U64(value);
+        Ok(())
+    }
+
+    fn visit_i64(&mut self, value: i64) -> Result<(), kv::Error> {
+        self.0 = Value::I64(value);
+        Ok(())
+    }
+
+    fn visit_f64(&mut self, value: f64) -> Result<(), kv::Error> {
+        self.0 = Value::F64(value);
+        Ok(())
+    }
+
+    fn visit_bool(&mut self, value: bool) -> Result<(), kv::Error> {
+        self.0 = Value::Bool(value);
+        Ok(())
+    }
+
+    fn visit_str(&mut self, value: &str) -> Result<(), kv::Error> {
+        self.0 = Value::Str(Cow::Owned(value.to_owned()));
+        Ok(())
+    }
+}
+
+impl BrokerShared {
+    /// The `log::Log::log` entry point.
+    pub(crate) fn log(&self, record: &log::Record<'_>) {
+        let Some(_guard) = RoutingGuard::enter() else {
+            // Relaxed: a statistic.
+            Counters::add(&self.suppressed, 1);
+            return;
+        };
+        self.publish(record.level(), record.target(), |topic, seq| {
+            convert(record, topic, seq)
+        });
+    }
+}
+
+impl log::Log for BrokerHandle {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        self.shared.enabled(metadata.level(), metadata.target())
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        self.shared.log(record);
+    }
+
+    fn flush(&self) {
+        // `Log::flush` cannot report; a timeout or a call from a worker
+        // thread simply returns.
+        let _ = BrokerHandle::flush(self);
+    }
+}
+
+impl log::Log for Broker {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        log::Log::enabled(&**self, metadata)
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        self.shared.log(record);
+    }
+
+    fn flush(&self) {
+        log::Log::flush(&**self);
+    }
+}
+
+/// Makes `broker` the `log` backend.
+pub(crate) fn install(broker: Broker) -> Result<LoggerGuard, crate::InstallError> {
+    let handle = broker.handle();
+    match log::set_boxed_logger(Box::new(handle)) {
+        Ok(()) => {
+            // Release: pairs with the Acquire in `publish_snapshot`, which
+            // then keeps `log::max_level` in step with reconfigurations.
+            broker.shared.installed.store(true, Ordering::Release);
+            log::set_max_level(broker.max_level());
+            Ok(LoggerGuard { broker })
+        }
+        // `broker` is dropped here, which shuts its workers down.
+        Err(_) => Err(crate::InstallError::AlreadyInstalled),
+    }
+}
+
+/// Keeps the installed broker running; dropping it drains every queue,
+/// flushes every appender and joins the workers.
+///
+/// The `log` crate never drops its logger, so this guard is what guarantees
+/// that nothing queued is lost at exit. Bind it to a named variable in
+/// `main` (`let _guard = ...`; **not** `let _ = ...`, which drops it at
+/// once). `std::process::exit` skips destructors: call
+/// [`LoggerGuard::shutdown`] (or drop the guard) before it.
+///
+/// After the guard is dropped, log calls return at once and are counted as
+/// dropped.
+#[must_use = "dropping the guard shuts logging down; bind it with `let _guard = ...`"]
+#[derive(Debug)]
+pub struct LoggerGuard {
+    broker: Broker,
+}
+
+impl LoggerGuard {
+    /// A handle on the installed broker (subscribe, unsubscribe, stats at
+    /// runtime).
+    #[must_use]
+    pub fn handle(&self) -> BrokerHandle {
+        self.broker.handle()
+    }
+
+    /// Shuts down now, with the configured deadline, and returns the report.
+    pub fn shutdown(self) -> ShutdownReport {
+        self.broker.shutdown()
+    }
+
+    /// Shuts down with a deadline and returns the report.
+    pub fn shutdown_timeout(self, timeout: std::time::Duration) -> ShutdownReport {
+        self.broker.shutdown_timeout(timeout)
+    }
+}
+
+impl std::ops::Deref for LoggerGuard {
+    type Target = BrokerHandle;
+
+    fn deref(&self) -> &BrokerHandle {
+        &self.broker
+    }
+}
+

@@ -1,0 +1,245 @@
+//! Routing: which subscriptions a (level, target) reaches, cached per thread.
+//!
+//! A [`Snapshot`] is the immutable routing configuration: the subscriptions
+//! in order, their filters, and a [`PatternTrie`] over their patterns. Every
+//! reconfiguration builds a new snapshot and bumps the broker's generation.
+//!
+//! Each thread keeps, per broker, the snapshot it last saw and a cache of the
+//! routes it computed from it, keyed by the level and the target's address
+//! and length (then confirmed by comparing the text, since a dynamic target
+//! may reuse an address). A steady-state publish therefore costs one atomic
+//! load (the generation), one hash lookup on two words, and no lock.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use log::LevelFilter;
+
+use crate::appenders::{Level, Topic};
+use crate::subscription::{Predicate, SubShared};
+use crate::sync::{lock, Arc, Mutex};
+use crate::topic::{PatternTrie, TopicPattern};
+
+/// One subscription as the router sees it.
+pub(crate) struct Entry {
+    pub(crate) sub: Arc<SubShared>,
+    pub(crate) patterns: Vec<TopicPattern>,
+    pub(crate) level: LevelFilter,
+    pub(crate) predicate: Option<Predicate>,
+}
+
+impl Clone for Entry {
+    fn clone(&self) -> Entry {
+        Entry {
+            sub: Arc::clone(&self.sub),
+            patterns: self.patterns.clone(),
+            level: self.level,
+            predicate: self.predicate.clone(),
+        }
+    }
+}
+
+/// An immutable routing configuration.
+pub(crate) struct Snapshot {
+    /// Equal to the broker's generation counter when this snapshot was
+    /// published.
+    pub(crate) generation: u64,
+    pub(crate) entries: Vec<Entry>,
+    trie: PatternTrie,
+    /// The loosest level any subscription accepts.
+    pub(crate) max_level: LevelFilter,
+}
+
+impl Snapshot {
+    pub(crate) fn new(generation: u64, entries: Vec<Entry>) -> Snapshot {
+        let mut trie = PatternTrie::new();
+        for (id, entry) in entries.iter().enumerate() {
+            for pattern in &entry.patterns {
+                trie.insert(pattern, id);
+            }
+        }
+        let max_level = entries
+            .iter()
+            .map(|e| e.level)
+            .max()
+            .unwrap_or(LevelFilter::Off);
+        Snapshot {
+            generation,
+            entries,
+            trie,
+            max_level,
+        }
+    }
+
+    /// Computes the route of `level` and `target` (the slow path).
+    pub(crate) fn route(&self, level: Level, target: &str) -> Route {
+        let topic = intern_topic(level, target);
+        let entries = self
+            .trie
+            .matching(topic.as_str())
+            .into_iter()
+            .filter(|&i| level <= self.entries[i].level)
+            .map(|i| i as u32)
+            .collect();
+        Route { topic, entries }
+    }
+}
+
+/// The subscriptions one (level, target) reaches under one snapshot.
+pub(crate) struct Route {
+    pub(crate) topic: Topic,
+    /// Indices into `Snapshot::entries`, ascending.
+    pub(crate) entries: Box<[u32]>,
+}
+
+/// Most topics interned for the life of the process. Targets are nearly
+/// always string literals, so real programs have tens to hundreds; past the
+/// cap (dynamic targets) topics are reference-counted instead of leaked.
+const INTERN_CAP: usize = 4096;
+
+/// Interned topics. The lock is taken only on a route-cache miss.
+static TOPICS: Mutex<Option<HashMap<(Level, Box<str>), Topic>>> = Mutex::new(None);
+
+fn intern_topic(level: Level, target: &str) -> Topic {
+    let mut topics = lock(&TOPICS);
+    let topics = topics.get_or_insert_with(HashMap::new);
+    if let Some(topic) = topics.get(&(level, Box::from(target))) {
+        return topic.clone();
+    }
+    if topics.len() >= INTERN_CAP {
+        return Topic::new(level, target);
+    }
+    let topic = Topic::leak(level, target);
+    topics.insert((level, target.into()), topic.clone());
+    topic
+}
+
+/// Most routes one thread caches per broker before starting over; bounds
+/// the memory a program with dynamic targets can make us hold.
+const ROUTE_CACHE_CAP: usize = 1024;
+
+/// A thread's view of one broker.
+pub(crate) struct BrokerView {
+    pub(crate) broker_id: u64,
+    pub(crate) snapshot: Arc<Snapshot>,
+    routes: HashMap<RouteKey, Route, BuildHasherDefault<WordHasher>>,
+}
+
+#[derive(PartialEq, Eq, Hash, Clone, Copy)]
+struct RouteKey {
+    level: Level,
+    ptr: usize,
+    len: usize,
+}
+
+impl BrokerView {
+    /// The generation this view was built from.
+    pub(crate) fn generation(&self) -> u64 {
+        self.snapshot.generation
+    }
+
+    /// Replaces the snapshot and forgets the cached routes.
+    pub(crate) fn refresh(&mut self, snapshot: Arc<Snapshot>) {
+        self.snapshot = snapshot;
+        self.routes.clear();
+    }
+
+    /// The snapshot and the route of `level` and `target`, from the cache
+    /// when possible.
+    pub(crate) fn lookup(&mut self, level: Level, target: &str) -> (&Snapshot, &Route) {
+        let key = RouteKey {
+            level,
+            ptr: target.as_ptr() as usize,
+            len: target.len(),
+        };
+        let hit = self
+            .routes
+            .get(&key)
+            .is_some_and(|route| route.topic.target() == target);
+        if !hit {
+            if self.routes.len() >= ROUTE_CACHE_CAP {
+                self.routes.clear();
+            }
+            let route = self.snapshot.route(level, target);
+            self.routes.insert(key, route);
+        }
+        (&self.snapshot, &self.routes[&key])
+    }
+}
+
+/// Most brokers a thread keeps a view of (a program has one; tests a few).
+const VIEWS_CAP: usize = 8;
+
+thread_local! {
+    /// This thread's views, most recently used last.
+    static VIEWS: RefCell<Vec<BrokerView>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's view of a broker, creating it from
+/// `snapshot()` if needed, or returns `None` if the thread-local storage is
+/// gone (thread exit) or already borrowed (cannot happen: re-entrant log calls
+/// are discarded before routing).
+pub(crate) fn with_view<R>(
+    broker_id: u64,
+    snapshot: impl FnOnce() -> Arc<Snapshot>,
+    f: impl FnOnce(&mut BrokerView) -> R,
+) -> Option<R> {
+    VIEWS
+        .try_with(|views| {
+            let mut views = views.try_borrow_mut().ok()?;
+            let index = match views.iter().position(|v| v.broker_id == broker_id) {
+                Some(i) => i,
+                None => {
+                    if views.len() >= VIEWS_CAP {
+                        views.remove(0);
+                    }
+                    views.push(BrokerView {
+                        broker_id,
+                        snapshot: snapshot(),
+                        routes: HashMap::default(),
+                    });
+                    views.len() - 1
+                }
+            };
+            Some(f(&mut views[index]))
+        })
+        .ok()
+        .flatten()
+}
+
+/// Forgets this thread's view of a broker (its snapshot holds the broker's
+/// subscriptions alive).
+pub(crate) fn forget_view(broker_id: u64) {
+    let _ = VIEWS.try_with(|views| {
+        if let Ok(mut views) = views.try_borrow_mut() {
+            views.retain(|v| v.broker_id != broker_id);
+        }
+    });
+}
+
+/// A multiplicative hasher for keys made of a few machine words. The keys
+/// are addresses and lengths, not attacker-chosen strings, so a DoS-resistant
+/// hash (SipHash) would only cost time on every publish.
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}

@@ -1,0 +1,404 @@
+//! Subscriptions: what an appender receives (patterns, level, predicate) and
+//! how it receives it (a bounded queue, an overflow policy, a worker thread).
+
+mod queue;
+pub(crate) mod worker;
+
+use std::fmt;
+use std::time::Duration;
+
+use log::LevelFilter;
+use serde::Serialize;
+
+use crate::appenders::{Appender, Record};
+use crate::sync::{AtomicU64, AtomicUsize, Arc, Mutex, Ordering};
+use crate::topic::{TopicParseError, TopicPattern};
+
+pub(crate) use queue::Queue;
+
+/// The default queue capacity, in records.
+///
+/// 16,384 records of a typical 150-byte line is about 2.5 MB of messages
+/// plus the shared records, enough to absorb a burst of several milliseconds
+/// at full speed while staying well under our 16 MiB RSS budget.
+pub const DEFAULT_CAPACITY: usize = 16_384;
+
+/// What a subscription does when its queue is full.
+///
+/// The caller of a log call never waits under the two drop policies.
+///
+/// | policy | caller | what is lost |
+/// |---|---|---|
+/// | `DropOldest` (default) | never waits | the oldest queued record, counted in `dropped` |
+/// | `DropNewest` | never waits | the new record, counted in `dropped` |
+/// | `Block` | waits for space | nothing |
+/// | `BlockTimeout(d)` | waits at most `d` | the new record after `d`, counted in `dropped` |
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OverflowPolicy {
+    /// Evict the oldest queued record to make room for the new one.
+    #[default]
+    DropOldest,
+    /// Discard the new record.
+    DropNewest,
+    /// Wait until the worker makes room.
+    Block,
+    /// Wait at most this long, then discard the new record.
+    BlockTimeout(Duration),
+}
+
+/// A predicate over records, checked on the caller's thread.
+pub(crate) type Predicate = Arc<dyn Fn(&Record) -> bool + Send + Sync>;
+
+/// Entry point for configuring a subscription: see [`Subscription::builder`].
+#[derive(Debug)]
+pub struct Subscription {
+    _private: (),
+}
+
+impl Subscription {
+    /// Starts configuring a subscription named `name` that writes to
+    /// `appender`.
+    ///
+    /// Defaults:
+    ///
+    /// | setting | default |
+    /// |---|---|
+    /// | patterns | `#` (every topic) |
+    /// | level | `Trace` (everything the patterns match) |
+    /// | predicate | none |
+    /// | capacity | [`DEFAULT_CAPACITY`] records |
+    /// | max bytes | unbounded (the record bound still applies) |
+    /// | overflow | [`OverflowPolicy::DropOldest`] |
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use logbus::{Broker, LevelFilter, Memory, OverflowPolicy, Subscription};
+    ///
+    /// let (appender, captured) = Memory::new();
+    /// let broker = Broker::new();
+    /// broker.subscribe(
+    ///     Subscription::builder("db", appender)
+    ///         .pattern("*.app.db.#")
+    ///         .level(LevelFilter::Debug)
+    ///         .capacity(1024)
+    ///         .overflow(OverflowPolicy::DropNewest),
+    /// )?;
+    /// log::set_max_level(LevelFilter::Trace);
+    /// log::debug!(logger: &broker, target: "app::db::pool", "checked out");
+    /// log::debug!(logger: &broker, target: "app::http", "not for db");
+    /// broker.flush()?;
+    /// assert_eq!(captured.messages(), ["checked out"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder(name: impl Into<String>, appender: impl Appender) -> SubscriptionBuilder {
+        SubscriptionBuilder {
+            name: name.into(),
+            appender: Box::new(appender),
+            patterns: Vec::new(),
+            level: LevelFilter::Trace,
+            predicate: None,
+            capacity: DEFAULT_CAPACITY,
+            max_bytes: None,
+            overflow: OverflowPolicy::DropOldest,
+        }
+    }
+}
+
+/// Configures a subscription; hand it to [`Broker::subscribe`](crate::Broker::subscribe)
+/// or [`Builder::appender`](crate::Builder::appender).
+#[must_use]
+pub struct SubscriptionBuilder {
+    pub(crate) name: String,
+    pub(crate) appender: Box<dyn Appender>,
+    pub(crate) patterns: Vec<PatternSource>,
+    pub(crate) level: LevelFilter,
+    pub(crate) predicate: Option<Predicate>,
+    pub(crate) capacity: usize,
+    pub(crate) max_bytes: Option<usize>,
+    pub(crate) overflow: OverflowPolicy,
+}
+
+/// A pattern as given to the builder: parsed at subscribe time so that the
+/// error surfaces from `subscribe`, naming the pattern and the position.
+#[derive(Debug, Clone)]
+pub(crate) enum PatternSource {
+    Text(String),
+    Parsed(TopicPattern),
+}
+
+impl fmt::Debug for SubscriptionBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SubscriptionBuilder")
+            .field("name", &self.name)
+            .field("patterns", &self.patterns)
+            .field("level", &self.level)
+            .field("predicate", &self.predicate.is_some())
+            .field("capacity", &self.capacity)
+            .field("max_bytes", &self.max_bytes)
+            .field("overflow", &self.overflow)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SubscriptionBuilder {
+    /// Adds a topic pattern (`error.#`, `*.app.db.#`); a record is delivered
+    /// if any pattern matches. Without patterns the subscription gets `#`.
+    /// The pattern is checked by `subscribe`, which names a malformed one.
+    pub fn pattern(mut self, pattern: impl Into<String>) -> Self {
+        self.patterns.push(PatternSource::Text(pattern.into()));
+        self
+    }
+
+    /// Adds an already parsed topic pattern.
+    pub fn topic_pattern(mut self, pattern: TopicPattern) -> Self {
+        self.patterns.push(PatternSource::Parsed(pattern));
+        self
+    }
+
+    /// Sets the level threshold: records less severe are not delivered.
+    pub fn level(mut self, level: LevelFilter) -> Self {
+        self.level = level;
+        self
+    }
+
+    /// Sets a predicate, checked on the caller's thread before enqueueing.
+    /// Keep it cheap and do not log from it (such calls are discarded).
+    pub fn filter(mut self, predicate: impl Fn(&Record) -> bool + Send + Sync + 'static) -> Self {
+        self.predicate = Some(Arc::new(predicate));
+        self
+    }
+
+    /// Sets the queue capacity in records (at least 1).
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
+    /// Also bounds the queue by the approximate bytes of queued records.
+    pub fn max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = Some(max_bytes);
+        self
+    }
+
+    /// Sets what happens when the queue is full.
+    pub fn overflow(mut self, overflow: OverflowPolicy) -> Self {
+        self.overflow = overflow;
+        self
+    }
+
+    /// Parses the patterns (defaulting to `#`).
+    pub(crate) fn parsed_patterns(&self) -> Result<Vec<TopicPattern>, TopicParseError> {
+        if self.patterns.is_empty() {
+            return Ok(vec![TopicPattern::match_all()]);
+        }
+        self.patterns
+            .iter()
+            .map(|p| match p {
+                PatternSource::Text(text) => TopicPattern::parse(text),
+                PatternSource::Parsed(parsed) => Ok(parsed.clone()),
+            })
+            .collect()
+    }
+}
+
+/// Per-subscription counters, shared by publishers, the worker and readers.
+///
+/// Every counter is a pure statistic: `Relaxed`, it publishes no other
+/// memory. Exactness comes from each record being counted by exactly one
+/// party (see `queue.rs`); sums are exact at quiescent points (after a flush).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    /// Records taken off the queue by the worker.
+    pub(crate) taken: AtomicU64,
+    /// Records the appender accepted.
+    pub(crate) written: AtomicU64,
+    /// Records discarded by the overflow policy or published after shutdown.
+    pub(crate) dropped: AtomicU64,
+    /// Records that failed and reached the dead-letter route.
+    pub(crate) dead_lettered: AtomicU64,
+    /// Records that failed with no dead-letter route to take them.
+    pub(crate) lost: AtomicU64,
+    /// Extra attempts made after failures.
+    pub(crate) retried: AtomicU64,
+    /// Panics caught from the appender.
+    pub(crate) panics: AtomicU64,
+    /// Unix time in microseconds of the first drop not yet reported by a
+    /// summary record; 0 when none. Set by droppers (compare-exchange from
+    /// 0), cleared by the worker when it reports.
+    pub(crate) first_drop_micros: AtomicU64,
+    /// Approximate bytes of queued records (only maintained with
+    /// `max_bytes`).
+    pub(crate) bytes: AtomicUsize,
+}
+
+impl Counters {
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        // Relaxed: a statistic; publishes no other memory.
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+
+    /// Counts `n` dropped records and remembers when the burst started.
+    pub(crate) fn record_drops(&self, n: u64) {
+        Counters::add(&self.dropped, n);
+        if self.first_drop_micros.load(Ordering::Relaxed) == 0 {
+            let now = crate::record_now_micros();
+            // Relaxed: only the value matters; losing the race means another
+            // dropper already stamped the burst.
+            let _ = self.first_drop_micros.compare_exchange(
+                0,
+                now,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+    }
+}
+
+/// A snapshot of one subscription's counters.
+///
+/// At any quiescent point (after [`Broker::flush`](crate::Broker::flush)
+/// returned, or after shutdown) the accounting identity holds exactly:
+///
+/// `matched == written + dropped + dead_lettered + lost + in_queue`
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct SubscriptionStats {
+    /// Records routed to this subscription (they passed its patterns, level
+    /// and predicate).
+    pub matched: u64,
+    /// Records the appender accepted.
+    pub written: u64,
+    /// Records discarded by the overflow policy, or published after shutdown.
+    pub dropped: u64,
+    /// Records that failed and were handed to the dead-letter route.
+    pub dead_lettered: u64,
+    /// Records that failed with no dead-letter route.
+    pub lost: u64,
+    /// Extra attempts made after failures.
+    pub retried: u64,
+    /// Panics caught from the appender.
+    pub panics: u64,
+    /// Records queued or in the worker's hands, not yet settled.
+    pub in_queue: u64,
+}
+
+/// The shared state of one subscription.
+pub(crate) struct SubShared {
+    pub(crate) name: Arc<str>,
+    pub(crate) queue: Queue,
+    /// The worker's control channel (flush, shutdown); never evicted.
+    pub(crate) ctrl: crossbeam_channel::Sender<worker::Control>,
+    pub(crate) counters: Counters,
+    /// Publishers currently between "routed with snapshot generation g" and
+    /// "done enqueueing". Incremented (SeqCst) before the publisher
+    /// re-checks the broker generation, decremented (Release) when done. A
+    /// reconfiguration bumps the generation (SeqCst) and then waits for this
+    /// to reach 0: in the single total order of SeqCst operations either the
+    /// publisher's increment precedes the waiter's load (the waiter waits for
+    /// it) or the publisher's generation load follows the bump (it sees the
+    /// new generation and re-routes). So no publisher enqueues with a stale
+    /// routing decision after the waiter moved on.
+    pub(crate) gate: AtomicUsize,
+    /// The worker's join handle, taken by whoever stops the worker.
+    pub(crate) worker: Mutex<Option<worker::WorkerHandle>>,
+}
+
+impl fmt::Debug for SubShared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SubShared")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SubShared {
+    /// A snapshot of the counters.
+    ///
+    /// `matched` is derived rather than counted on the caller's path: every
+    /// routed record is either still in the queue, taken by the worker, or
+    /// was dropped at enqueue time, and each of those is counted once.
+    pub(crate) fn stats(&self) -> SubscriptionStats {
+        let c = &self.counters;
+        // Read the worker-side counters before the queue length: a record
+        // moves from the queue to `taken` to `written`, so reading the later
+        // stages first can only under-count in flight, never double count.
+        let written = Counters::get(&c.written);
+        let dead_lettered = Counters::get(&c.dead_lettered);
+        let lost = Counters::get(&c.lost);
+        let taken = Counters::get(&c.taken);
+        let queued = self.queue.len() as u64;
+        let dropped = Counters::get(&c.dropped);
+        let in_hand = taken.saturating_sub(written + dead_lettered + lost);
+        SubscriptionStats {
+            matched: taken + queued + dropped,
+            written,
+            dropped,
+            dead_lettered,
+            lost,
+            retried: Counters::get(&c.retried),
+            panics: Counters::get(&c.panics),
+            in_queue: queued + in_hand,
+        }
+    }
+
+    /// Waits until no publisher is inside the gate.
+    ///
+    /// Publishers never block under the drop policies, so this is short; under
+    /// `Block` it lasts until the worker has made room for them.
+    pub(crate) fn wait_gate_closed(&self, deadline: Option<std::time::Instant>) -> bool {
+        let mut spins = 0u32;
+        // SeqCst: pairs with the publisher's SeqCst increment (see `gate`).
+        while self.gate.load(Ordering::SeqCst) != 0 {
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                return false;
+            }
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                crate::sync::thread::yield_now();
+            }
+        }
+        true
+    }
+}
+
+/// A cheap, cloneable handle on a subscription, returned by
+/// [`Broker::subscribe`](crate::Broker::subscribe).
+///
+/// It reads the subscription's counters; it does not keep it alive in the
+/// broker (use [`Broker::unsubscribe`](crate::Broker::unsubscribe) to remove
+/// it).
+#[derive(Clone)]
+pub struct SubscriptionHandle {
+    pub(crate) shared: Arc<SubShared>,
+}
+
+impl fmt::Debug for SubscriptionHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SubscriptionHandle")
+            .field("name", &self.shared.name)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl SubscriptionHandle {
+    /// The subscription's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// A snapshot of its counters.
+    #[must_use]
+    pub fn stats(&self) -> SubscriptionStats {
+        self.shared.stats()
+    }
+}

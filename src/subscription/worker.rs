@@ -1,0 +1,276 @@
+//! The worker loop of one subscription: drain the queue in batches, call the
+//! appender, flush when the queue runs empty, answer control messages.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Instant;
+
+use crossbeam_channel::{select_biased, Receiver, Sender};
+
+use super::{Counters, SubShared};
+use crate::appenders::{AppendError, Appender, BatchError, Level, Operation, Record, Topic};
+use crate::sync::{thread, Arc, AtomicU64, Ordering};
+
+/// Most records taken off the queue before calling the appender: large
+/// enough that a flood is written in few system calls, small enough that the
+/// first records of a burst reach the file quickly.
+pub(crate) const BATCH: usize = 512;
+
+/// A request to the worker, on its control channel, never evicted.
+#[derive(Debug)]
+pub(crate) enum Control {
+    /// Write every record queued now, flush the appender, then acknowledge.
+    Flush(Sender<()>),
+    /// Write everything queued, flush, acknowledge and exit. Sent only once no
+    /// publisher can enqueue any more (the subscription's gate is closed).
+    Shutdown,
+}
+
+/// The owner's side of a worker: its control channel and thread.
+#[derive(Debug)]
+pub(crate) struct WorkerHandle {
+    /// Receives (disconnects) when the worker thread has finished.
+    pub(crate) done: Receiver<()>,
+    pub(crate) thread: thread::JoinHandle<()>,
+}
+
+/// Where the worker is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WorkerState {
+    /// Waiting for records or control messages.
+    Running,
+    /// Told to shut down: write what is queued, flush, exit.
+    Draining,
+}
+
+pub(crate) struct Worker {
+    appender: Box<dyn Appender>,
+    data: Receiver<Arc<Record>>,
+    ctrl: Receiver<Control>,
+    shared: Arc<SubShared>,
+    /// The broker's sequence counter, for the synthetic drop-summary records.
+    seq: Arc<AtomicU64>,
+    batch: Vec<Arc<Record>>,
+    /// Drops already reported in a summary record.
+    reported_drops: u64,
+    /// Whether records were written since the last appender flush.
+    dirty: bool,
+}
+
+/// A control channel. Control messages are few (one per flush caller, one
+/// shutdown); the bound keeps a stuck appender plus repeated timed-out
+/// flushes from growing it without limit.
+pub(crate) fn control_channel() -> (Sender<Control>, Receiver<Control>) {
+    crossbeam_channel::bounded(64)
+}
+
+/// Spawns the worker thread `logbus-<name>`.
+pub(crate) fn spawn(
+    appender: Box<dyn Appender>,
+    data: Receiver<Arc<Record>>,
+    ctrl_rx: Receiver<Control>,
+    shared: Arc<SubShared>,
+    seq: Arc<AtomicU64>,
+) -> std::io::Result<WorkerHandle> {
+    let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
+    let name = format!("logbus-{}", shared.name);
+    let worker = Worker {
+        appender,
+        data,
+        ctrl: ctrl_rx,
+        shared,
+        seq,
+        batch: Vec::with_capacity(BATCH),
+        reported_drops: 0,
+        dirty: false,
+    };
+    let thread = thread::Builder::new().name(name).spawn(move || {
+        // Dropped when the thread ends, however it ends: disconnects `done`.
+        let _done = done_tx;
+        crate::log_backend::mark_worker_thread();
+        worker.run();
+    })?;
+    Ok(WorkerHandle {
+        done: done_rx,
+        thread,
+    })
+}
+
+impl Worker {
+    fn run(mut self) {
+        let mut state = WorkerState::Running;
+        while state == WorkerState::Running {
+            // Control first: a flush or shutdown must not wait behind a flood.
+            select_biased! {
+                recv(self.ctrl) -> msg => match msg {
+                    Ok(Control::Flush(ack)) => {
+                        // Everything enqueued before the flush request is
+                        // among the first `len` records now queued (FIFO;
+                        // evictions only remove from the head).
+                        let pending = self.data.len();
+                        self.drain(Some(pending));
+                        self.idle();
+                        let _ = ack.send(()); // the flusher may have timed out
+                    }
+                    Ok(Control::Shutdown) | Err(_) => state = WorkerState::Draining,
+                },
+                recv(self.data) -> msg => {
+                    if let Ok(record) = msg {
+                        self.batch.push(record);
+                        self.fill_batch(BATCH);
+                        self.write_batch();
+                        if self.data.is_empty() {
+                            self.idle();
+                        }
+                    }
+                }
+            }
+        }
+        // Draining: no publisher can enqueue any more, so "empty" is final.
+        self.drain(None);
+        self.idle();
+    }
+
+    /// Takes up to `max` more queued records into the batch without blocking.
+    fn fill_batch(&mut self, max: usize) {
+        while self.batch.len() < max {
+            match self.data.try_recv() {
+                Ok(record) => self.batch.push(record),
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// Writes queued records: at most `limit` of them, or all until the queue
+    /// is empty.
+    fn drain(&mut self, limit: Option<usize>) {
+        let mut left = limit.unwrap_or(usize::MAX);
+        while left > 0 {
+            self.fill_batch(BATCH.min(left));
+            if self.batch.is_empty() {
+                break;
+            }
+            left -= self.batch.len();
+            self.write_batch();
+        }
+    }
+
+    /// Hands the batch to the appender and settles every record in it.
+    fn write_batch(&mut self) {
+        let batch = std::mem::take(&mut self.batch);
+        let shared = Arc::clone(&self.shared);
+        let counters = &shared.counters;
+        Counters::add(&counters.taken, batch.len() as u64);
+        for record in &batch {
+            self.shared.queue.release_bytes(record, counters);
+        }
+        let mut start = 0;
+        while start < batch.len() {
+            let rest = &batch[start..];
+            let appender = &mut self.appender;
+            let outcome = catch_unwind(AssertUnwindSafe(|| appender.append_batch(rest)))
+                .unwrap_or_else(|_| {
+                    // A custom `append_batch` panicked: we cannot know how
+                    // many records it wrote, so the first record is taken as
+                    // the failing one and the rest are tried again.
+                    Err(BatchError {
+                        written: 0,
+                        error: AppendError::new(Operation::Panic, "appender panicked"),
+                    })
+                });
+            match outcome {
+                Ok(()) => {
+                    Counters::add(&counters.written, rest.len() as u64);
+                    start = batch.len();
+                }
+                Err(BatchError { written, error }) => {
+                    let written = written.min(rest.len().saturating_sub(1));
+                    Counters::add(&counters.written, written as u64);
+                    self.fail(&rest[written], &error);
+                    start += written + 1;
+                }
+            }
+        }
+        self.dirty = true;
+        // Keep the allocation for the next batch.
+        let mut batch = batch;
+        batch.clear();
+        self.batch = batch;
+    }
+
+    /// Settles a record the appender failed to write.
+    fn fail(&mut self, record: &Record, error: &AppendError) {
+        let counters = &self.shared.counters;
+        if error.operation() == Operation::Panic {
+            Counters::add(&counters.panics, 1);
+        }
+        Counters::add(&counters.lost, 1);
+        crate::report::stderr(format_args!(
+            "logbus: subscription {:?} lost record {}: {}",
+            self.shared.name,
+            record.seq(),
+            error.chain_text()
+        ));
+    }
+
+    /// The queue ran empty: report drops, then flush the appender.
+    fn idle(&mut self) {
+        self.report_drops();
+        if !self.dirty {
+            return;
+        }
+        self.dirty = false;
+        let appender = &mut self.appender;
+        let result = catch_unwind(AssertUnwindSafe(|| appender.flush())).unwrap_or_else(|_| {
+            Err(AppendError::new(
+                Operation::Panic,
+                "appender panicked in flush",
+            ))
+        });
+        if let Err(error) = result {
+            crate::report::stderr(format_args!(
+                "logbus: subscription {:?} could not flush: {}",
+                self.shared.name,
+                error.chain_text()
+            ));
+        }
+    }
+
+    /// Emits one synthetic WARN record per burst of drops to our own
+    /// appender. It is not counted as `matched` or `written`: it is the
+    /// broker talking, not a published record.
+    fn report_drops(&mut self) {
+        let counters = &self.shared.counters;
+        let dropped = Counters::get(&counters.dropped);
+        if dropped == self.reported_drops {
+            return;
+        }
+        let burst = dropped - self.reported_drops;
+        self.reported_drops = dropped;
+        // Relaxed: the timestamp is a plain value; a dropper racing with this
+        // swap starts the next burst.
+        let since = counters.first_drop_micros.swap(0, Ordering::Relaxed);
+        let since = crate::format_micros(since);
+        let record = Record::builder(Topic::new(Level::Warn, "logbus"))
+            // Relaxed: seq numbers only need to be unique and increasing.
+            .seq(self.seq.fetch_add(1, Ordering::Relaxed))
+            .message(format!(
+                "{burst} records dropped by subscription {:?} since {since} (queue full)",
+                self.shared.name
+            ))
+            .kv("dropped", burst)
+            .kv("subscription", self.shared.name.to_string())
+            .thread(crate::log_backend::thread_info())
+            .build();
+        let appender = &mut self.appender;
+        let started = Instant::now();
+        let result = catch_unwind(AssertUnwindSafe(|| appender.append(&record)));
+        if !matches!(result, Ok(Ok(()))) {
+            crate::report::stderr(format_args!(
+                "logbus: subscription {:?} dropped {burst} records since {since}; the summary could not be written ({:?})",
+                self.shared.name,
+                started.elapsed()
+            ));
+        }
+        self.dirty = true;
+    }
+}

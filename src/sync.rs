@@ -1,0 +1,18 @@
+//! The synchronisation primitives logbus uses, in one place.
+//!
+//! Everything concurrent in the crate goes through these names so that a
+//! model checker (loom) or another lock implementation could be swapped in
+//! here without touching the broker.
+
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+pub(crate) use std::thread;
+
+/// Locks `mutex`, ignoring poisoning.
+///
+/// Every mutex in logbus guards data that stays consistent even if a holder
+/// panics (we never call user code while holding one), so a poisoned lock is
+/// still safe to use and must not turn one panic into many.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,486 @@
+//! Topic patterns: parsing and matching with AMQP topic-exchange rules.
+//!
+//! A *topic* is a dot-separated string such as `warn.app.db`: the level, then
+//! the segments of the record's target. A *pattern* is dot-separated too, and
+//! two segments are wildcards:
+//!
+//! - `*` matches exactly one segment: `warn.*` matches `warn.app` but neither
+//!   `warn` nor `warn.app.db`;
+//! - `#` matches zero or more segments: `error.#` matches `error` and
+//!   `error.x.y`, and `#` alone matches every topic.
+//!
+//! [`TopicPattern::matches`] tests one pattern directly. The broker instead puts
+//! the patterns of all subscriptions into a `PatternTrie` and asks it once per
+//! topic.
+
+// NOTE: the doctests below say `use logbus::…`, which relies on `lib.rs`
+// re-exporting `TopicPattern`, `TopicParseError` and `TopicParseErrorKind`
+// at the crate root.
+
+mod trie;
+
+pub(crate) use trie::PatternTrie;
+
+use std::error::Error;
+use std::fmt;
+use std::str::FromStr;
+
+/// A parsed topic pattern.
+///
+/// Segments are separated by `.`; `*` matches exactly one topic segment and
+/// `#` matches zero or more. Any other segment matches itself, byte for byte.
+/// See [`TopicPattern::parse`] for what is rejected.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TopicPattern {
+    /// The text the pattern was parsed from, returned by [`TopicPattern::as_str`].
+    source: Box<str>,
+    /// Never empty: `parse` rejects the empty string.
+    segments: Box<[Segment]>,
+}
+
+/// One segment of a [`TopicPattern`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Segment {
+    /// Matches a topic segment equal to this text (never empty, no `*`, `#`
+    /// or whitespace).
+    Literal(Box<str>),
+    /// `*`: matches exactly one segment.
+    Star,
+    /// `#`: matches zero or more segments.
+    Hash,
+}
+
+impl TopicPattern {
+    /// Parses a pattern such as `error.#` or `*.app.db`.
+    ///
+    /// # Errors
+    ///
+    /// Returns a [`TopicParseError`] naming the pattern and the byte position
+    /// of the problem when:
+    ///
+    /// - the pattern is empty ([`TopicParseErrorKind::Empty`], position 0);
+    /// - a segment is empty, as in `a..b`, `.a` or `a.`
+    ///   ([`TopicParseErrorKind::EmptySegment`], position where the empty
+    ///   segment starts);
+    /// - a segment mixes a wildcard with other characters, as in `a#`, `*b`
+    ///   or `##` ([`TopicParseErrorKind::MixedWildcard`], position of the
+    ///   segment's first `*` or `#`);
+    /// - a segment contains whitespace ([`TopicParseErrorKind::Whitespace`],
+    ///   position of the whitespace character), which topics never do.
+    ///
+    /// Within a segment, the first offending character decides the kind.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use logbus::TopicPattern;
+    ///
+    /// let pattern = TopicPattern::parse("error.#")?;
+    /// assert!(pattern.matches("error"));
+    /// assert!(pattern.matches("error.app.db"));
+    /// assert!(!pattern.matches("warn.app"));
+    ///
+    /// // `FromStr` gives the same value.
+    /// assert_eq!("error.#".parse::<TopicPattern>()?, TopicPattern::parse("error.#")?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn parse(pattern: &str) -> Result<TopicPattern, TopicParseError> {
+        if pattern.is_empty() {
+            return Err(TopicParseError::new(pattern, 0, TopicParseErrorKind::Empty));
+        }
+        let mut segments = Vec::new();
+        let mut start = 0;
+        for text in pattern.split('.') {
+            segments.push(parse_segment(pattern, start, text)?);
+            // `+ 1` skips the `.` separator; after the last segment `start`
+            // is no longer used.
+            start += text.len() + 1;
+        }
+        Ok(TopicPattern {
+            source: pattern.into(),
+            segments: segments.into(),
+        })
+    }
+
+    /// The pattern that matches every topic: `#`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use logbus::TopicPattern;
+    ///
+    /// let all = TopicPattern::match_all();
+    /// assert_eq!(all, TopicPattern::parse("#")?);
+    /// assert!(all.matches("trace.any.target"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn match_all() -> TopicPattern {
+        TopicPattern {
+            source: "#".into(),
+            segments: Box::new([Segment::Hash]),
+        }
+    }
+
+    /// The text this pattern was parsed from.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether `topic` matches this pattern.
+    ///
+    /// The topic is not validated: it is split on every `.` and its segments
+    /// are compared byte for byte. This checks one pattern in
+    /// `O(pattern segments × topic segments)` time; to find which of many
+    /// patterns match, the broker uses a trie instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use logbus::TopicPattern;
+    ///
+    /// let pattern = TopicPattern::parse("*.app.db.#")?;
+    /// assert!(pattern.matches("warn.app.db"));
+    /// assert!(pattern.matches("info.app.db.pool"));
+    /// assert!(!pattern.matches("info.app"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn matches(&self, topic: &str) -> bool {
+        let topic: Vec<&str> = topic.split('.').collect();
+        // Dynamic programming from the back: `next[j]` says whether
+        // `segments[i + 1..]` matches `topic[j..]`, and `row[j]` whether
+        // `segments[i..]` does. Only the empty pattern matches the empty rest.
+        let mut next = vec![false; topic.len() + 1];
+        next[topic.len()] = true;
+        let mut row = vec![false; topic.len() + 1];
+        for segment in self.segments.iter().rev() {
+            for j in (0..=topic.len()).rev() {
+                let one_more = j < topic.len();
+                row[j] = match segment {
+                    Segment::Literal(text) => one_more && topic[j] == &**text && next[j + 1],
+                    Segment::Star => one_more && next[j + 1],
+                    // `#` either matches nothing here, or eats `topic[j]` and
+                    // is still available (row[j + 1] is already computed).
+                    Segment::Hash => next[j] || (one_more && row[j + 1]),
+                };
+            }
+            std::mem::swap(&mut next, &mut row);
+        }
+        next[0]
+    }
+}
+
+/// Parses one segment, `text`, which starts at byte `start` of `pattern`.
+fn parse_segment(pattern: &str, start: usize, text: &str) -> Result<Segment, TopicParseError> {
+    match text {
+        "" => {
+            return Err(TopicParseError::new(
+                pattern,
+                start,
+                TopicParseErrorKind::EmptySegment,
+            ))
+        }
+        "*" => return Ok(Segment::Star),
+        "#" => return Ok(Segment::Hash),
+        _ => {}
+    }
+    for (offset, c) in text.char_indices() {
+        let kind = match c {
+            // The segment has more than one character, or it would have
+            // been returned above.
+            '*' | '#' => TopicParseErrorKind::MixedWildcard,
+            c if c.is_whitespace() => TopicParseErrorKind::Whitespace,
+            _ => continue,
+        };
+        return Err(TopicParseError::new(pattern, start + offset, kind));
+    }
+    Ok(Segment::Literal(text.into()))
+}
+
+impl FromStr for TopicPattern {
+    type Err = TopicParseError;
+
+    /// Same as [`TopicPattern::parse`].
+    fn from_str(pattern: &str) -> Result<Self, Self::Err> {
+        TopicPattern::parse(pattern)
+    }
+}
+
+impl fmt::Display for TopicPattern {
+    /// Writes the text the pattern was parsed from.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.source)
+    }
+}
+
+/// Why a pattern was rejected by [`TopicPattern::parse`].
+///
+/// It names the pattern, the byte position of the problem and its
+/// [kind](TopicParseErrorKind).
+///
+/// # Examples
+///
+/// Each kind of error a user can trigger:
+///
+/// ```
+/// use logbus::{TopicParseError, TopicParseErrorKind, TopicPattern};
+///
+/// let err: TopicParseError = TopicPattern::parse("").unwrap_err();
+/// assert_eq!((err.kind(), err.position()), (TopicParseErrorKind::Empty, 0));
+///
+/// let err = TopicPattern::parse("warn..db").unwrap_err();
+/// assert_eq!((err.kind(), err.position()), (TopicParseErrorKind::EmptySegment, 5));
+/// assert_eq!(err.pattern(), "warn..db");
+/// assert_eq!(err.to_string(), r#"invalid topic pattern "warn..db" at byte 5: empty segment"#);
+///
+/// let err = TopicPattern::parse("warn.app.").unwrap_err();
+/// assert_eq!((err.kind(), err.position()), (TopicParseErrorKind::EmptySegment, 9));
+///
+/// let err = TopicPattern::parse("warn.app*").unwrap_err();
+/// assert_eq!((err.kind(), err.position()), (TopicParseErrorKind::MixedWildcard, 8));
+///
+/// let err = TopicPattern::parse("warn.my app").unwrap_err();
+/// assert_eq!((err.kind(), err.position()), (TopicParseErrorKind::Whitespace, 7));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicParseError {
+    pattern: String,
+    position: usize,
+    kind: TopicParseErrorKind,
+}
+
+impl TopicParseError {
+    fn new(pattern: &str, position: usize, kind: TopicParseErrorKind) -> TopicParseError {
+        TopicParseError {
+            pattern: pattern.to_owned(),
+            position,
+            kind,
+        }
+    }
+
+    /// The rejected pattern, as given to [`TopicPattern::parse`].
+    pub fn pattern(&self) -> &str {
+        &self.pattern
+    }
+
+    /// The byte offset into [`pattern`](TopicParseError::pattern) where the
+    /// problem is.
+    pub fn position(&self) -> usize {
+        self.position
+    }
+
+    /// What is wrong with the pattern.
+    pub fn kind(&self) -> TopicParseErrorKind {
+        self.kind
+    }
+}
+
+impl fmt::Display for TopicParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid topic pattern {:?} at byte {}: {}",
+            self.pattern,
+            self.position,
+            self.kind.description()
+        )
+    }
+}
+
+impl Error for TopicParseError {}
+
+/// The kind of a [`TopicParseError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TopicParseErrorKind {
+    /// The pattern is the empty string. Use `#` to match every topic.
+    Empty,
+    /// A segment is empty: `a..b`, `.a` or `a.`.
+    EmptySegment,
+    /// A `*` or `#` shares its segment with other characters: `a#`, `*b`, `##`.
+    MixedWildcard,
+    /// A segment contains whitespace, which topics never do.
+    Whitespace,
+}
+
+impl TopicParseErrorKind {
+    /// The lower-case text `Display` ends with.
+    fn description(self) -> &'static str {
+        match self {
+            TopicParseErrorKind::Empty => "empty pattern",
+            TopicParseErrorKind::EmptySegment => "empty segment",
+            TopicParseErrorKind::MixedWildcard => {
+                "wildcard mixed with other characters in a segment"
+            }
+            TopicParseErrorKind::Whitespace => "whitespace in a segment",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check(pattern: &str, topic: &str, expected: bool) {
+        let parsed = TopicPattern::parse(pattern).unwrap();
+        assert_eq!(
+            parsed.matches(topic),
+            expected,
+            "pattern {pattern:?}, topic {topic:?}"
+        );
+    }
+
+    #[test]
+    fn matching() {
+        #[rustfmt::skip]
+        let cases = [
+            // `#` alone.
+            ("#", "warn", true),
+            ("#", "warn.app.db", true),
+            // Literals only.
+            ("warn", "warn", true),
+            ("warn", "error", false),
+            ("warn", "warn.app", false),
+            ("warn.app", "warn", false),
+            ("warn.app.db", "warn.app.db", true),
+            ("warn.app.db", "warn.app.dbx", false),
+            // Trailing `#`.
+            ("error.#", "error", true),
+            ("error.#", "error.x", true),
+            ("error.#", "error.x.y", true),
+            ("error.#", "warn.x", false),
+            ("error.#", "errors", false),
+            // `*` is exactly one segment.
+            ("warn.*", "warn.app", true),
+            ("warn.*", "warn", false),
+            ("warn.*", "warn.app.db", false),
+            ("*", "warn", true),
+            ("*", "warn.app", false),
+            ("*.*", "warn.app", true),
+            ("*.*", "warn", false),
+            // `*` then `#`.
+            ("*.app.db.#", "warn.app.db", true),
+            ("*.app.db.#", "info.app.db.pool", true),
+            ("*.app.db.#", "app.db", false),
+            ("*.app.db.#", "info.app.web", false),
+            ("*.#", "warn", true),
+            ("#.*", "warn", true),
+            ("#.*", "warn.app", true),
+            // Leading `#`.
+            ("#.db", "warn.db", true),
+            ("#.db", "warn.app.db", true),
+            ("#.db", "db", true),
+            ("#.db", "warn.db.pool", false),
+            // `#` in the middle, and several of them.
+            ("warn.#.db", "warn.db", true),
+            ("warn.#.db", "warn.app.pool.db", true),
+            ("warn.#.db", "warn.app.pool", false),
+            ("a.#.b.#.c", "a.b.c", true),
+            ("a.#.b.#.c", "a.x.b.y.z.c", true),
+            ("a.#.b.#.c", "a.b.b.c", true),
+            ("a.#.b.#.c", "a.c.b", false),
+            ("a.#.b.#.c", "a.c", false),
+            ("#.#", "a", true),
+            ("#.#.#", "a.b", true),
+            ("#.a.#", "b.a", true),
+            ("#.a.#", "b.c", false),
+            ("#.*.#", "a", true),
+            ("#.*.*.#", "a", false),
+            // The topic is not validated; an empty topic is one empty segment.
+            ("#", "", true),
+            ("*", "", true),
+            ("warn", "", false),
+            // Non-ASCII literals compare byte for byte.
+            ("warn.café", "warn.café", true),
+            ("warn.café", "warn.cafe", false),
+        ];
+        for (pattern, topic, expected) in cases {
+            check(pattern, topic, expected);
+        }
+    }
+
+    #[test]
+    fn many_hashes_do_not_blow_up() {
+        // Backtracking would try about C(60, 30) splits here; the table does
+        // 61 cells per segment.
+        let pattern = TopicPattern::parse(&format!("{}.z", ["#.a"; 30].join("."))).unwrap();
+        assert!(!pattern.matches(&["a"; 60].join(".")));
+        assert!(pattern.matches(&format!("{}.z", ["a"; 60].join("."))));
+    }
+
+    #[test]
+    fn rejects_malformed_patterns() {
+        use TopicParseErrorKind::*;
+        #[rustfmt::skip]
+        let cases = [
+            ("", Empty, 0),
+            (".", EmptySegment, 0),
+            ("a..b", EmptySegment, 2),
+            (".a", EmptySegment, 0),
+            ("a.", EmptySegment, 2),
+            ("warn.app.", EmptySegment, 9),
+            ("a#", MixedWildcard, 1),
+            ("*b", MixedWildcard, 0),
+            ("a*c", MixedWildcard, 1),
+            ("##", MixedWildcard, 0),
+            ("**", MixedWildcard, 0),
+            ("*#", MixedWildcard, 0),
+            ("warn.a#", MixedWildcard, 6),
+            ("warn.#.x*", MixedWildcard, 8),
+            (" ", Whitespace, 0),
+            ("a b", Whitespace, 1),
+            ("warn.my\tapp", Whitespace, 7),
+            ("warn.app ", Whitespace, 8),
+            ("é.a b", Whitespace, 4), // byte, not char, positions
+            ("a b#", Whitespace, 1),  // the first offending character wins
+            ("a#b c", MixedWildcard, 1),
+            ("a..b c", EmptySegment, 2), // and the first offending segment
+        ];
+        for (pattern, kind, position) in cases {
+            let err = TopicPattern::parse(pattern).unwrap_err();
+            assert_eq!(
+                (err.kind(), err.position()),
+                (kind, position),
+                "pattern {pattern:?}"
+            );
+            assert_eq!(err.pattern(), pattern);
+        }
+    }
+
+    #[test]
+    fn error_display() {
+        let err = TopicPattern::parse("a..b").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"invalid topic pattern "a..b" at byte 2: empty segment"#
+        );
+        let err = TopicPattern::parse("").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"invalid topic pattern "" at byte 0: empty pattern"#
+        );
+        let err = TopicPattern::parse("*b").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"invalid topic pattern "*b" at byte 0: wildcard mixed with other characters in a segment"#
+        );
+        let err = TopicPattern::parse("a\tb").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"invalid topic pattern "a\tb" at byte 1: whitespace in a segment"#
+        );
+    }
+
+    #[test]
+    fn round_trips_and_match_all() {
+        for source in ["#", "warn", "*.app.db.#", "a.#.b.#.c"] {
+            let pattern: TopicPattern = source.parse().unwrap();
+            assert_eq!(pattern.as_str(), source);
+            assert_eq!(pattern.to_string(), source);
+        }
+        assert_eq!(TopicPattern::match_all(), TopicPattern::parse("#").unwrap());
+    }
+}
