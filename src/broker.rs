@@ -12,9 +12,11 @@ use crate::appenders::Record;
 use crate::error::{FlushError, SubscribeError, UnsubscribeError};
 use crate::log_backend;
 use crate::route::{self, Entry, Snapshot};
-use crate::subscription::worker::{self, Control};
-use crate::subscription::{Counters, Queue, SubShared, SubscriptionBuilder, SubscriptionHandle, SubscriptionStats};
-use crate::sync::{lock, thread, Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::subscription::worker::{self, Control, DeadLetters, FailurePolicy};
+use crate::subscription::{
+    Counters, Queue, SubShared, SubscriptionBuilder, SubscriptionHandle, SubscriptionStats,
+};
+use crate::sync::{lock, thread, Arc, AtomicBool, AtomicU64, Mutex, OnceLock, Ordering};
 
 /// How long [`BrokerHandle::flush`] (and `log::logger().flush()`) waits by
 /// default.
@@ -55,6 +57,8 @@ pub(crate) struct BrokerShared {
     /// `log::set_max_level` follows its configuration). Release/Acquire:
     /// set once by `install`.
     pub(crate) installed: AtomicBool,
+    /// The dead-letter subscription, set at most once; read by workers.
+    dead_letters: Arc<OnceLock<Arc<SubShared>>>,
     flush_timeout: Duration,
     shutdown_timeout: Duration,
 }
@@ -114,13 +118,17 @@ impl Default for Broker {
 
 impl fmt::Debug for Broker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Broker").field("id", &self.shared.id).finish_non_exhaustive()
+        f.debug_struct("Broker")
+            .field("id", &self.shared.id)
+            .finish_non_exhaustive()
     }
 }
 
 impl fmt::Debug for BrokerHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BrokerHandle").field("id", &self.shared.id).finish_non_exhaustive()
+        f.debug_struct("BrokerHandle")
+            .field("id", &self.shared.id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -153,6 +161,7 @@ impl Broker {
             suppressed: AtomicU64::new(0),
             dropped_after_shutdown: AtomicU64::new(0),
             installed: AtomicBool::new(false),
+            dead_letters: Arc::new(OnceLock::new()),
             flush_timeout,
             shutdown_timeout,
         };
@@ -214,7 +223,10 @@ impl BrokerHandle {
     /// [`SubscribeError`] if a pattern is malformed, the name is taken or
     /// empty, the capacity is zero, the broker is shut down, or the thread
     /// cannot be spawned.
-    pub fn subscribe(&self, builder: SubscriptionBuilder) -> Result<SubscriptionHandle, SubscribeError> {
+    pub fn subscribe(
+        &self,
+        builder: SubscriptionBuilder,
+    ) -> Result<SubscriptionHandle, SubscribeError> {
         self.shared.subscribe(builder)
     }
 
@@ -252,6 +264,35 @@ impl BrokerHandle {
     /// As for [`flush`](BrokerHandle::flush).
     pub fn flush_timeout(&self, timeout: Duration) -> Result<(), FlushError> {
         self.shared.flush(timeout)
+    }
+
+    /// Like [`flush`](BrokerHandle::flush), for one subscription only: other
+    /// appenders (even stuck ones) are not waited for.
+    ///
+    /// # Errors
+    ///
+    /// As for [`flush`](BrokerHandle::flush); a name that matches no
+    /// subscription flushes nothing and succeeds.
+    pub fn flush_subscription(&self, name: &str, timeout: Duration) -> Result<(), FlushError> {
+        self.shared.flush_some(timeout, Some(name))
+    }
+
+    /// Sets the dead-letter route: the subscription (its own queue and
+    /// worker) that receives every record another appender failed to write,
+    /// with key-values `dead_letter.appender`, `dead_letter.error` and
+    /// `dead_letter.attempts`. Its patterns and level are not used. If it
+    /// fails too, the record is counted as `lost` and reported on stderr
+    /// (rate-limited); it never loops.
+    ///
+    /// # Errors
+    ///
+    /// [`SubscribeError::DeadLetterExists`] if one is already set, or as for
+    /// [`subscribe`](BrokerHandle::subscribe).
+    pub fn set_dead_letter(
+        &self,
+        builder: SubscriptionBuilder,
+    ) -> Result<SubscriptionHandle, SubscribeError> {
+        self.shared.set_dead_letter(builder)
     }
 
     /// A snapshot of every subscription's counters and the broker totals.
@@ -298,21 +339,79 @@ impl BrokerShared {
         }
     }
 
-    fn subscribe(&self, builder: SubscriptionBuilder) -> Result<SubscriptionHandle, SubscribeError> {
+    fn subscribe(
+        &self,
+        builder: SubscriptionBuilder,
+    ) -> Result<SubscriptionHandle, SubscribeError> {
+        let patterns = builder.parsed_patterns()?;
+        let mut config = lock(&self.config);
+        self.check_new(&config, &builder)?;
+        let level = builder.level;
+        let predicate = builder.predicate.clone();
+        let sub = self.spawn(builder, DeadLetters::Route(Arc::clone(&self.dead_letters)))?;
+        let mut entries = config.snapshot.entries.clone();
+        entries.push(Entry {
+            sub: Arc::clone(&sub),
+            patterns,
+            level,
+            predicate,
+        });
+        self.publish_snapshot(&mut config, entries);
+        Ok(SubscriptionHandle { shared: sub })
+    }
+
+    fn set_dead_letter(
+        &self,
+        builder: SubscriptionBuilder,
+    ) -> Result<SubscriptionHandle, SubscribeError> {
+        let config = lock(&self.config);
+        self.check_new(&config, &builder)?;
+        if self.dead_letters.get().is_some() {
+            return Err(SubscribeError::DeadLetterExists);
+        }
+        let sub = self.spawn(builder, DeadLetters::IsDeadLetter)?;
+        // Cannot fail: checked above under the config lock, which every
+        // setter holds.
+        let _ = self.dead_letters.set(Arc::clone(&sub));
+        Ok(SubscriptionHandle { shared: sub })
+    }
+
+    /// Validates a new subscription against the current configuration.
+    fn check_new(
+        &self,
+        config: &Config,
+        builder: &SubscriptionBuilder,
+    ) -> Result<(), SubscribeError> {
         if builder.name.is_empty() {
             return Err(SubscribeError::EmptyName);
         }
         if builder.capacity == 0 {
             return Err(SubscribeError::ZeroCapacity);
         }
-        let patterns = builder.parsed_patterns()?;
-        let mut config = lock(&self.config);
         if config.shut_down {
             return Err(SubscribeError::ShutDown);
         }
-        if config.snapshot.entries.iter().any(|e| *e.sub.name == *builder.name) {
-            return Err(SubscribeError::DuplicateName(builder.name));
+        let taken = config
+            .snapshot
+            .entries
+            .iter()
+            .any(|e| *e.sub.name == *builder.name)
+            || self
+                .dead_letters
+                .get()
+                .is_some_and(|d| *d.name == *builder.name);
+        if taken {
+            return Err(SubscribeError::DuplicateName(builder.name.clone()));
         }
+        Ok(())
+    }
+
+    /// Creates a subscription's shared state and starts its worker.
+    fn spawn(
+        &self,
+        builder: SubscriptionBuilder,
+        dead_letters: DeadLetters,
+    ) -> Result<Arc<SubShared>, SubscribeError> {
         let (queue, data_rx) = Queue::new(builder.capacity, builder.max_bytes, builder.overflow);
         let (ctrl_tx, ctrl_rx) = worker::control_channel();
         let sub = Arc::new(SubShared {
@@ -323,24 +422,33 @@ impl BrokerShared {
             gate: Default::default(),
             worker: Mutex::new(None),
         });
-        let handle = worker::spawn(builder.appender, data_rx, ctrl_rx, Arc::clone(&sub), Arc::clone(&self.seq))
-            .map_err(SubscribeError::Spawn)?;
+        let failures = FailurePolicy {
+            retry: builder.retry,
+            breaker: builder.breaker,
+            dead_letters,
+        };
+        let handle = worker::spawn(
+            builder.appender,
+            data_rx,
+            ctrl_rx,
+            Arc::clone(&sub),
+            Arc::clone(&self.seq),
+            failures,
+        )
+        .map_err(SubscribeError::Spawn)?;
         *lock(&sub.worker) = Some(handle);
-        let mut entries = config.snapshot.entries.clone();
-        entries.push(Entry {
-            sub: Arc::clone(&sub),
-            patterns,
-            level: builder.level,
-            predicate: builder.predicate,
-        });
-        self.publish_snapshot(&mut config, entries);
-        Ok(SubscriptionHandle { shared: sub })
+        Ok(sub)
     }
 
     fn unsubscribe(&self, name: &str) -> Result<SubscriptionStats, UnsubscribeError> {
         let sub = {
             let mut config = lock(&self.config);
-            let Some(index) = config.snapshot.entries.iter().position(|e| &*e.sub.name == name) else {
+            let Some(index) = config
+                .snapshot
+                .entries
+                .iter()
+                .position(|e| &*e.sub.name == name)
+            else {
                 return Err(UnsubscribeError::NotFound(name.to_owned()));
             };
             let mut entries = config.snapshot.entries.clone();
@@ -371,32 +479,36 @@ impl BrokerShared {
     }
 
     fn flush(&self, timeout: Duration) -> Result<(), FlushError> {
+        self.flush_some(timeout, None)
+    }
+
+    fn flush_some(&self, timeout: Duration, only: Option<&str>) -> Result<(), FlushError> {
         if log_backend::on_worker_thread() {
             return Err(FlushError::OnWorkerThread);
         }
         let deadline = Instant::now() + timeout;
         let snapshot = self.snapshot();
-        let mut waiting = Vec::new();
-        for entry in &snapshot.entries {
-            let (ack_tx, ack_rx) = crossbeam_channel::bounded(1);
-            if entry.sub.ctrl.send_deadline(Control::Flush(ack_tx), deadline).is_ok() {
-                waiting.push((&entry.sub.name, ack_rx));
-            } else {
-                waiting.push((&entry.sub.name, crossbeam_channel::never()));
-            }
-        }
-        let mut pending = Vec::new();
-        for (name, ack) in waiting {
-            // Err(Disconnected) means the worker exited (shut down): nothing
-            // left to wait for.
-            if let Err(crossbeam_channel::RecvTimeoutError::Timeout) = ack.recv_deadline(deadline) {
-                pending.push(name.to_string());
+        let subs: Vec<&SubShared> = snapshot
+            .entries
+            .iter()
+            .map(|e| &*e.sub)
+            .filter(|sub| only.map_or(true, |name| name == &*sub.name))
+            .collect();
+        let mut pending = flush_all(&subs, deadline);
+        // Second phase: the dead-letter route, which the first phase may
+        // have fed.
+        if let Some(dead) = self.dead_letters.get() {
+            if only.map_or(true, |name| name == &*dead.name) {
+                pending.extend(flush_all(&[&**dead], deadline));
             }
         }
         if pending.is_empty() {
             Ok(())
         } else {
-            Err(FlushError::Timeout { waited: timeout, pending })
+            Err(FlushError::Timeout {
+                waited: timeout,
+                pending,
+            })
         }
     }
 
@@ -412,23 +524,20 @@ impl BrokerShared {
                 let entries = config.snapshot.entries.clone();
                 self.publish_snapshot(&mut config, entries);
             }
-            let subs: Vec<_> = config.snapshot.entries.iter().map(|e| Arc::clone(&e.sub)).collect();
-            (subs, std::mem::take(&mut config.detached))
+            let mut subs: Vec<_> = config
+                .snapshot
+                .entries
+                .iter()
+                .map(|e| Arc::clone(&e.sub))
+                .collect();
+            subs.extend(std::mem::take(&mut config.detached));
+            (subs, self.dead_letters.get().cloned())
         };
         let on_worker = log_backend::on_worker_thread();
-        let mut unfinished = Vec::new();
-        // Ask every worker first, then wait: they drain in parallel.
-        for sub in subs.iter().chain(&detached) {
-            if !sub.wait_gate_closed(Some(deadline)) {
-                continue;
-            }
-            let _ = sub.ctrl.send_deadline(Control::Shutdown, deadline);
-        }
-        for sub in subs.iter().chain(&detached) {
-            let finished = if on_worker { false } else { join_worker(sub, Some(deadline)) };
-            if !finished && subs.iter().any(|s| Arc::ptr_eq(s, sub)) {
-                unfinished.push(sub.name.to_string());
-            }
+        let mut unfinished = stop_all(&subs, deadline, on_worker);
+        // The dead-letter route last: the others may feed it while draining.
+        if let Some(dead) = detached {
+            unfinished.extend(stop_all(&[dead], deadline, on_worker));
         }
         let stats = self.stats();
         ShutdownReport {
@@ -437,15 +546,66 @@ impl BrokerShared {
             dropped_after_shutdown: stats.dropped_after_shutdown,
         }
     }
+}
 
+/// Sends a flush to every subscription, then waits for all of them; returns
+/// the names of those that did not answer by `deadline`.
+fn flush_all(subs: &[&SubShared], deadline: Instant) -> Vec<String> {
+    let mut waiting = Vec::new();
+    for sub in subs {
+        let (ack_tx, ack_rx) = crossbeam_channel::bounded(1);
+        if sub
+            .ctrl
+            .send_deadline(Control::Flush(ack_tx), deadline)
+            .is_ok()
+        {
+            waiting.push((&sub.name, ack_rx));
+        } else {
+            waiting.push((&sub.name, crossbeam_channel::never()));
+        }
+    }
+    let mut pending = Vec::new();
+    for (name, ack) in waiting {
+        // Err(Disconnected) means the worker exited (shut down): nothing
+        // left to wait for.
+        if let Err(crossbeam_channel::RecvTimeoutError::Timeout) = ack.recv_deadline(deadline) {
+            pending.push(name.to_string());
+        }
+    }
+    pending
+}
+
+/// Closes the gates of `subs`, tells their workers to finish, and waits
+/// (they drain in parallel). Returns the names of the unfinished.
+fn stop_all(subs: &[Arc<SubShared>], deadline: Instant, on_worker: bool) -> Vec<String> {
+    for sub in subs {
+        if sub.wait_gate_closed(Some(deadline)) {
+            let _ = sub.ctrl.send_deadline(Control::Shutdown, deadline);
+        }
+    }
+    subs.iter()
+        .filter(|sub| on_worker || !join_worker(sub, Some(deadline)))
+        .map(|sub| sub.name.to_string())
+        .collect()
+}
+
+impl BrokerShared {
     fn stats(&self) -> BrokerStats {
         let snapshot = self.snapshot();
+        let subscriptions: BTreeMap<String, SubscriptionStats> = snapshot
+            .entries
+            .iter()
+            .map(|e| &e.sub)
+            .chain(self.dead_letters.get())
+            .map(|sub| (sub.name.to_string(), sub.stats()))
+            .collect();
+        let mut totals = SubscriptionStats::default();
+        for stats in subscriptions.values() {
+            totals.accumulate(stats);
+        }
         BrokerStats {
-            subscriptions: snapshot
-                .entries
-                .iter()
-                .map(|e| (e.sub.name.to_string(), e.sub.stats()))
-                .collect(),
+            subscriptions,
+            totals,
             suppressed: Counters::get(&self.suppressed),
             dropped_after_shutdown: Counters::get(&self.dropped_after_shutdown),
         }
@@ -461,19 +621,28 @@ impl BrokerShared {
     }
 
     fn with_view<R>(&self, f: impl FnOnce(&mut route::BrokerView) -> R) -> Option<R> {
-        route::with_view(self.id, || self.snapshot(), |view| {
-            // Acquire: pairs with the SeqCst store in `publish_snapshot`; a
-            // stale read only delays the refresh to the gate re-check.
-            if self.generation.load(Ordering::Acquire) != view.generation() {
-                view.refresh(self.snapshot());
-            }
-            f(view)
-        })
+        route::with_view(
+            self.id,
+            || self.snapshot(),
+            |view| {
+                // Acquire: pairs with the SeqCst store in `publish_snapshot`; a
+                // stale read only delays the refresh to the gate re-check.
+                if self.generation.load(Ordering::Acquire) != view.generation() {
+                    view.refresh(self.snapshot());
+                }
+                f(view)
+            },
+        )
     }
 
     /// Routes and enqueues one record built by `build` (called at most once,
     /// and only if some subscription may want the record).
-    pub(crate) fn publish(&self, level: log::Level, target: &str, build: impl FnOnce(crate::appenders::Topic, u64) -> Record) {
+    pub(crate) fn publish(
+        &self,
+        level: log::Level,
+        target: &str,
+        build: impl FnOnce(crate::appenders::Topic, u64) -> Record,
+    ) {
         let mut build = Some(build);
         let mut record: Option<Arc<Record>> = None;
         let done = self.with_view(|view| loop {
@@ -589,7 +758,10 @@ fn join_worker(sub: &SubShared, deadline: Option<Instant>) -> bool {
         return false;
     }
     let finished = match deadline {
-        Some(d) => !matches!(handle.done.recv_deadline(d), Err(crossbeam_channel::RecvTimeoutError::Timeout)),
+        Some(d) => !matches!(
+            handle.done.recv_deadline(d),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout)
+        ),
         None => {
             let _ = handle.done.recv();
             true
@@ -609,8 +781,10 @@ fn join_worker(sub: &SubShared, deadline: Option<Instant>) -> bool {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct BrokerStats {
-    /// Per subscription, by name.
+    /// Per subscription, by name (the dead-letter subscription included).
     pub subscriptions: BTreeMap<String, SubscriptionStats>,
+    /// The sums of every subscription's counters.
+    pub totals: SubscriptionStats,
     /// Log calls discarded by the re-entrancy rule (made on a logbus worker
     /// thread, or from a predicate while logbus was routing).
     pub suppressed: u64,

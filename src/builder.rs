@@ -12,6 +12,7 @@ use crate::subscription::SubscriptionBuilder;
 /// | setting | default |
 /// |---|---|
 /// | appenders | none |
+/// | dead-letter appender | none: failed records are counted as `lost` |
 /// | flush timeout | [`DEFAULT_FLUSH_TIMEOUT`] (5 s) |
 /// | shutdown timeout | [`DEFAULT_SHUTDOWN_TIMEOUT`] (30 s) |
 ///
@@ -35,6 +36,7 @@ use crate::subscription::SubscriptionBuilder;
 #[must_use]
 pub struct Builder {
     appenders: Vec<SubscriptionBuilder>,
+    dead_letter: Option<SubscriptionBuilder>,
     flush_timeout: Duration,
     shutdown_timeout: Duration,
 }
@@ -50,6 +52,7 @@ impl Builder {
     pub const fn new() -> Builder {
         Builder {
             appenders: Vec::new(),
+            dead_letter: None,
             flush_timeout: DEFAULT_FLUSH_TIMEOUT,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
         }
@@ -58,6 +61,15 @@ impl Builder {
     /// Adds an appender with its subscription settings.
     pub fn appender(mut self, subscription: SubscriptionBuilder) -> Self {
         self.appenders.push(subscription);
+        self
+    }
+
+    /// Sets the dead-letter appender: records other appenders failed to
+    /// write (after retries) go there, with key-values naming the appender,
+    /// the error and the attempts. See
+    /// [`BrokerHandle::set_dead_letter`](crate::BrokerHandle::set_dead_letter).
+    pub fn dead_letter(mut self, subscription: SubscriptionBuilder) -> Self {
+        self.dead_letter = Some(subscription);
         self
     }
 
@@ -82,6 +94,9 @@ impl Builder {
     /// pattern, duplicate name, zero capacity).
     pub fn build(self) -> Result<Broker, InstallError> {
         let broker = Broker::with_timeouts(self.flush_timeout, self.shutdown_timeout);
+        if let Some(dead_letter) = self.dead_letter {
+            broker.set_dead_letter(dead_letter)?;
+        }
         for subscription in self.appenders {
             broker.subscribe(subscription)?;
         }

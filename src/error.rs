@@ -40,6 +40,8 @@ pub enum SubscribeError {
     ShutDown,
     /// The worker thread could not be spawned.
     Spawn(std::io::Error),
+    /// A dead-letter route is already set.
+    DeadLetterExists,
 }
 
 impl fmt::Display for SubscribeError {
@@ -53,6 +55,7 @@ impl fmt::Display for SubscribeError {
             SubscribeError::ZeroCapacity => f.write_str("queue capacity must be at least 1"),
             SubscribeError::ShutDown => f.write_str("the broker has been shut down"),
             SubscribeError::Spawn(_) => f.write_str("could not spawn the worker thread"),
+            SubscribeError::DeadLetterExists => f.write_str("a dead-letter route is already set"),
         }
     }
 }

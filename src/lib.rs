@@ -116,6 +116,7 @@ mod directive;
 mod error;
 mod log_backend;
 mod report;
+mod retry;
 mod route;
 mod subscription;
 mod sync;
@@ -137,6 +138,7 @@ pub use crate::{
     directive::{DirectiveError, DirectiveErrorKind, Directives},
     error::{FlushError, InstallError, SubscribeError, UnsubscribeError},
     log_backend::LoggerGuard,
+    retry::{BreakerState, CircuitBreaker, RetryPolicy},
     subscription::{
         OverflowPolicy, Subscription, SubscriptionBuilder, SubscriptionHandle, SubscriptionStats,
         DEFAULT_CAPACITY,

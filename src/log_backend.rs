@@ -306,4 +306,3 @@ impl std::ops::Deref for LoggerGuard {
         &self.broker
     }
 }
-

@@ -99,7 +99,9 @@ pub(crate) struct Route {
 const INTERN_CAP: usize = 4096;
 
 /// Interned topics. The lock is taken only on a route-cache miss.
-static TOPICS: Mutex<Option<HashMap<(Level, Box<str>), Topic>>> = Mutex::new(None);
+type TopicTable = HashMap<(Level, Box<str>), Topic>;
+
+static TOPICS: Mutex<Option<TopicTable>> = Mutex::new(None);
 
 fn intern_topic(level: Level, target: &str) -> Topic {
     let mut topics = lock(&TOPICS);

@@ -1,8 +1,10 @@
 //! The `Appender` trait: how a sink writes records, and its typed errors.
 
+use std::any::Any;
 use std::error::Error as StdError;
 use std::fmt;
 use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::record::Record;
@@ -55,7 +57,9 @@ pub trait Appender: Send + 'static {
     ///
     /// # For implementors
     ///
-    /// The default calls [`append`](Appender::append) for each record.
+    /// The default calls [`append`](Appender::append) for each record and
+    /// turns a panic in it into an [`Operation::Panic`] error for that
+    /// record, so the broker knows exactly which records were written.
     /// Override it to write a batch in one system call. On failure report how
     /// many records of the batch were fully written before the failing one:
     /// the broker then retries from the failing record, so a record is never
@@ -66,8 +70,16 @@ pub trait Appender: Send + 'static {
     /// A [`BatchError`] naming the index of the first record not written.
     fn append_batch(&mut self, records: &[Arc<Record>]) -> Result<(), BatchError> {
         for (written, record) in records.iter().enumerate() {
-            self.append(record)
-                .map_err(|error| BatchError { written, error })?;
+            match catch_unwind(AssertUnwindSafe(|| self.append(record))) {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => return Err(BatchError { written, error }),
+                Err(payload) => {
+                    return Err(BatchError {
+                        written,
+                        error: AppendError::panicked(payload.as_ref()),
+                    })
+                }
+            }
         }
         Ok(())
     }
@@ -193,6 +205,18 @@ impl AppendError {
             detail: None,
             source: Some(Box::new(source)),
         }
+    }
+
+    /// An [`Operation::Panic`] error carrying the panic's message, from a
+    /// payload caught with `catch_unwind`.
+    #[must_use]
+    pub fn panicked(payload: &(dyn Any + Send)) -> AppendError {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "non-string panic payload".to_owned());
+        AppendError::new(Operation::Panic, format!("appender panicked: {message}"))
     }
 
     /// Adds a detail (for example the path) shown in `Display`.

@@ -20,13 +20,91 @@
 //! assert_eq!(captured.records()[0].topic().as_str(), "warn.app.db");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Sinks
+//!
+//! | Appender | Writes | Built with |
+//! |---|---|---|
+//! | [`Console`] | laid-out lines to stdout, stderr, or split by level; colours on a terminal | [`Console::builder`] |
+//! | [`FileAppender`] | laid-out lines to a file, rotated by size and/or time | [`FileAppender::builder`] |
+//! | [`JsonAppender`] | one JSON object per line, to stdout, a writer, or a rotated file | [`JsonAppender::stdout`], [`JsonAppender::file`] |
+//! | [`Memory`] | nothing: captures records for tests | [`Memory::new`] |
+//!
+//! Text appenders format records with a [`Layout`], a pattern parsed once
+//! (`{ts} {level:>5} {target}: {msg}{kv}` by default). Every text output
+//! escapes control characters, so a message can neither forge a line nor
+//! drive a terminal.
+//!
+//! ## Console
+//!
+//! ```
+//! use logbus_appenders::{Appender, ColorMode, Console, ConsoleTarget, Layout, Level, Record, Topic};
+//!
+//! let mut console = Console::builder()
+//!     .target(ConsoleTarget::Split) // warnings and errors to stderr
+//!     .color(ColorMode::Auto) // only on a terminal; honours NO_COLOR, CLICOLOR_FORCE
+//!     .layout(Layout::parse("{ts:%H:%M:%S%.3f} {level:>5} {target}: {msg}{kv}")?)
+//!     .build();
+//! console.append(&Record::builder(Topic::new(Level::Info, "app")).message("ready").build())?;
+//! console.flush()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## File
+//!
+//! ```
+//! use logbus_appenders::{Appender, FileAppender, Level, Record, Rotation, Topic};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let mut file = FileAppender::builder(dir.path().join("app.log"))
+//!     .max_bytes(50 * 1024 * 1024) // app.log -> app.log.1 -> app.log.2 ...
+//!     .rotate_every(Rotation::DAILY)
+//!     .keep(10)
+//!     .mode(0o640)
+//!     .build()?; // opens the file now: a bad path fails here
+//! file.append(&Record::builder(Topic::new(Level::Info, "app")).message("ready").build())?;
+//! file.flush()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## JSON
+//!
+//! ```
+//! use logbus_appenders::{Appender, FileAppender, JsonAppender, Level, Record, Topic};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let mut json = JsonAppender::file(FileAppender::builder(dir.path().join("app.ndjson")).keep(3))?;
+//! json.append(&Record::builder(Topic::new(Level::Info, "app")).message("ready").kv("port", 8080u64).build())?;
+//! json.flush()?;
+//! // Or to stdout: JsonAppender::stdout()
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Feature flags
+//!
+//! - `gzip`: `Compression::Gzip`, compressing rotated files to
+//!   `app.log.1.gz` (pulls in `flate2`).
 
 mod appender;
+mod console;
+mod escape;
+mod file;
+mod json;
+mod layout;
 mod memory;
 mod record;
+mod write;
 
 pub use crate::{
     appender::{AppendError, Appender, BatchError, Operation},
+    console::{color_choice, ColorMode, Console, ConsoleBuilder, ConsoleTarget},
+    escape::MultilineMode,
+    file::{
+        rolling::{Clock, Compression, Rotation, SystemClock},
+        FileAppender, FileAppenderBuilder, FileError, FileErrorKind,
+    },
+    json::JsonAppender,
+    layout::{Layout, LayoutError, LayoutErrorKind},
     memory::{Memory, MemoryHandle},
     record::{level_name, Level, Record, RecordBuilder, ThreadInfo, Topic, Value},
 };

@@ -247,6 +247,7 @@ impl Record {
     /// Starts a record on `topic`; every other field has a neutral default
     /// (seq 0, the current time, empty message, no location, thread id 0).
     #[must_use]
+    #[allow(clippy::double_must_use)] // newer clippy: RecordBuilder is #[must_use] too
     pub fn builder(topic: Topic) -> RecordBuilder {
         RecordBuilder {
             record: Record {

@@ -11,7 +11,8 @@ use log::LevelFilter;
 use serde::Serialize;
 
 use crate::appenders::{Appender, Record};
-use crate::sync::{AtomicU64, AtomicUsize, Arc, Mutex, Ordering};
+use crate::retry::{BreakerState, CircuitBreaker, RetryPolicy};
+use crate::sync::{Arc, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering};
 use crate::topic::{TopicParseError, TopicPattern};
 
 pub(crate) use queue::Queue;
@@ -70,6 +71,8 @@ impl Subscription {
     /// | capacity | [`DEFAULT_CAPACITY`] records |
     /// | max bytes | unbounded (the record bound still applies) |
     /// | overflow | [`OverflowPolicy::DropOldest`] |
+    /// | retries | [`RetryPolicy::new()`]: 3 attempts, 10 ms backoff doubling |
+    /// | circuit breaker | [`CircuitBreaker::default()`]: opens after 8 failed attempts, for 1 s |
     ///
     /// # Examples
     ///
@@ -102,11 +105,13 @@ impl Subscription {
             capacity: DEFAULT_CAPACITY,
             max_bytes: None,
             overflow: OverflowPolicy::DropOldest,
+            retry: RetryPolicy::new(),
+            breaker: CircuitBreaker::default(),
         }
     }
 }
 
-/// Configures a subscription; hand it to [`Broker::subscribe`](crate::Broker::subscribe)
+/// Configures a subscription; hand it to [`Broker::subscribe`](crate::BrokerHandle::subscribe)
 /// or [`Builder::appender`](crate::Builder::appender).
 #[must_use]
 pub struct SubscriptionBuilder {
@@ -118,6 +123,8 @@ pub struct SubscriptionBuilder {
     pub(crate) capacity: usize,
     pub(crate) max_bytes: Option<usize>,
     pub(crate) overflow: OverflowPolicy,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) breaker: CircuitBreaker,
 }
 
 /// A pattern as given to the builder: parsed at subscribe time so that the
@@ -138,6 +145,8 @@ impl fmt::Debug for SubscriptionBuilder {
             .field("capacity", &self.capacity)
             .field("max_bytes", &self.max_bytes)
             .field("overflow", &self.overflow)
+            .field("retry", &self.retry)
+            .field("breaker", &self.breaker)
             .finish_non_exhaustive()
     }
 }
@@ -188,6 +197,18 @@ impl SubscriptionBuilder {
         self
     }
 
+    /// Sets how failed records are retried before they are dead-lettered.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Sets the circuit breaker ([`CircuitBreaker::disabled`] turns it off).
+    pub fn circuit_breaker(mut self, breaker: CircuitBreaker) -> Self {
+        self.breaker = breaker;
+        self
+    }
+
     /// Parses the patterns (defaulting to `#`).
     pub(crate) fn parsed_patterns(&self) -> Result<Vec<TopicPattern>, TopicParseError> {
         if self.patterns.is_empty() {
@@ -231,6 +252,9 @@ pub(crate) struct Counters {
     /// Approximate bytes of queued records (only maintained with
     /// `max_bytes`).
     pub(crate) bytes: AtomicUsize,
+    /// The circuit breaker's state (`BreakerState::to_u8`), written by the
+    /// worker for readers of the stats. Relaxed: a plain published value.
+    pub(crate) breaker: AtomicU8,
 }
 
 impl Counters {
@@ -262,7 +286,7 @@ impl Counters {
 
 /// A snapshot of one subscription's counters.
 ///
-/// At any quiescent point (after [`Broker::flush`](crate::Broker::flush)
+/// At any quiescent point (after [`Broker::flush`](crate::BrokerHandle::flush)
 /// returned, or after shutdown) the accounting identity holds exactly:
 ///
 /// `matched == written + dropped + dead_lettered + lost + in_queue`
@@ -286,6 +310,22 @@ pub struct SubscriptionStats {
     pub panics: u64,
     /// Records queued or in the worker's hands, not yet settled.
     pub in_queue: u64,
+    /// The circuit breaker's state.
+    pub breaker: BreakerState,
+}
+
+impl SubscriptionStats {
+    /// Adds `other`'s counters to these (the breaker state is kept).
+    pub(crate) fn accumulate(&mut self, other: &SubscriptionStats) {
+        self.matched += other.matched;
+        self.written += other.written;
+        self.dropped += other.dropped;
+        self.dead_lettered += other.dead_lettered;
+        self.lost += other.lost;
+        self.retried += other.retried;
+        self.panics += other.panics;
+        self.in_queue += other.in_queue;
+    }
 }
 
 /// The shared state of one subscription.
@@ -335,6 +375,8 @@ impl SubShared {
         let queued = self.queue.len() as u64;
         let dropped = Counters::get(&c.dropped);
         let in_hand = taken.saturating_sub(written + dead_lettered + lost);
+        // `matched` counts records at enqueue time; a record in the worker's
+        // hands is counted once in `taken`, whatever its fate.
         SubscriptionStats {
             matched: taken + queued + dropped,
             written,
@@ -344,6 +386,7 @@ impl SubShared {
             retried: Counters::get(&c.retried),
             panics: Counters::get(&c.panics),
             in_queue: queued + in_hand,
+            breaker: BreakerState::from_u8(c.breaker.load(Ordering::Relaxed)),
         }
     }
 
@@ -370,10 +413,10 @@ impl SubShared {
 }
 
 /// A cheap, cloneable handle on a subscription, returned by
-/// [`Broker::subscribe`](crate::Broker::subscribe).
+/// [`Broker::subscribe`](crate::BrokerHandle::subscribe).
 ///
 /// It reads the subscription's counters; it does not keep it alive in the
-/// broker (use [`Broker::unsubscribe`](crate::Broker::unsubscribe) to remove
+/// broker (use [`Broker::unsubscribe`](crate::BrokerHandle::unsubscribe) to remove
 /// it).
 #[derive(Clone)]
 pub struct SubscriptionHandle {

@@ -6,9 +6,21 @@ use std::time::Instant;
 
 use crossbeam_channel::{select_biased, Receiver, Sender};
 
+use std::borrow::Cow;
+
 use super::{Counters, SubShared};
-use crate::appenders::{AppendError, Appender, BatchError, Level, Operation, Record, Topic};
-use crate::sync::{thread, Arc, AtomicU64, Ordering};
+use crate::appenders::{AppendError, Appender, BatchError, Level, Operation, Record, Topic, Value};
+use crate::retry::{Breaker, CircuitBreaker, Gate, RetryPolicy};
+use crate::sync::{thread, Arc, AtomicU64, OnceLock, Ordering};
+
+/// Where a worker sends the records its appender failed.
+#[derive(Debug, Clone)]
+pub(crate) enum DeadLetters {
+    /// The broker's dead-letter subscription, once one is set.
+    Route(Arc<OnceLock<Arc<SubShared>>>),
+    /// This worker *is* the dead-letter subscription: its failures are lost.
+    IsDeadLetter,
+}
 
 /// Most records taken off the queue before calling the appender: large
 /// enough that a flood is written in few system calls, small enough that the
@@ -54,6 +66,19 @@ pub(crate) struct Worker {
     reported_drops: u64,
     /// Whether records were written since the last appender flush.
     dirty: bool,
+    retry: RetryPolicy,
+    breaker: Breaker,
+    dead_letters: DeadLetters,
+    /// The last failure, quoted when the breaker skips the appender.
+    last_error: Option<String>,
+}
+
+/// How a worker treats failures.
+#[derive(Debug, Clone)]
+pub(crate) struct FailurePolicy {
+    pub(crate) retry: RetryPolicy,
+    pub(crate) breaker: CircuitBreaker,
+    pub(crate) dead_letters: DeadLetters,
 }
 
 /// A control channel. Control messages are few (one per flush caller, one
@@ -70,6 +95,7 @@ pub(crate) fn spawn(
     ctrl_rx: Receiver<Control>,
     shared: Arc<SubShared>,
     seq: Arc<AtomicU64>,
+    failures: FailurePolicy,
 ) -> std::io::Result<WorkerHandle> {
     let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
     let name = format!("logbus-{}", shared.name);
@@ -82,6 +108,10 @@ pub(crate) fn spawn(
         batch: Vec::with_capacity(BATCH),
         reported_drops: 0,
         dirty: false,
+        retry: failures.retry,
+        breaker: Breaker::new(failures.breaker),
+        dead_letters: failures.dead_letters,
+        last_error: None,
     };
     let thread = thread::Builder::new().name(name).spawn(move || {
         // Dropped when the thread ends, however it ends: disconnects `done`.
@@ -154,42 +184,76 @@ impl Worker {
         }
     }
 
-    /// Hands the batch to the appender and settles every record in it.
+    /// Hands the batch to the appender and settles every record in it:
+    /// written, or failed after retries and dead-lettered (or lost).
     fn write_batch(&mut self) {
         let batch = std::mem::take(&mut self.batch);
         let shared = Arc::clone(&self.shared);
         let counters = &shared.counters;
         Counters::add(&counters.taken, batch.len() as u64);
         for record in &batch {
-            self.shared.queue.release_bytes(record, counters);
+            shared.queue.release_bytes(record, counters);
         }
         let mut start = 0;
         while start < batch.len() {
+            match self.breaker.gate(Instant::now()) {
+                Gate::Open => {
+                    let error = format!(
+                        "circuit breaker open; last error: {}",
+                        self.last_error.as_deref().unwrap_or("unknown")
+                    );
+                    for record in &batch[start..] {
+                        self.dead_letter(record, &error, 0);
+                    }
+                    break;
+                }
+                Gate::Probe => {
+                    let record = &batch[start];
+                    match self.attempt(record) {
+                        Ok(()) => {
+                            Counters::add(&counters.written, 1);
+                            self.breaker.success();
+                        }
+                        Err(error) => {
+                            self.note_failure(&error);
+                            self.dead_letter(record, &error.chain_text(), 1);
+                        }
+                    }
+                    start += 1;
+                    continue;
+                }
+                Gate::Pass => {}
+            }
             let rest = &batch[start..];
             let appender = &mut self.appender;
             let outcome = catch_unwind(AssertUnwindSafe(|| appender.append_batch(rest)))
-                .unwrap_or_else(|_| {
+                .unwrap_or_else(|payload| {
                     // A custom `append_batch` panicked: we cannot know how
                     // many records it wrote, so the first record is taken as
                     // the failing one and the rest are tried again.
                     Err(BatchError {
                         written: 0,
-                        error: AppendError::new(Operation::Panic, "appender panicked"),
+                        error: AppendError::panicked(payload.as_ref()),
                     })
                 });
             match outcome {
                 Ok(()) => {
                     Counters::add(&counters.written, rest.len() as u64);
+                    self.breaker.success();
                     start = batch.len();
                 }
                 Err(BatchError { written, error }) => {
-                    let written = written.min(rest.len().saturating_sub(1));
+                    let written = written.min(rest.len() - 1);
                     Counters::add(&counters.written, written as u64);
-                    self.fail(&rest[written], &error);
+                    if written > 0 {
+                        self.breaker.success();
+                    }
+                    self.retry(&rest[written], error);
                     start += written + 1;
                 }
             }
         }
+        self.publish_breaker_state();
         self.dirty = true;
         // Keep the allocation for the next batch.
         let mut batch = batch;
@@ -197,19 +261,103 @@ impl Worker {
         self.batch = batch;
     }
 
-    /// Settles a record the appender failed to write.
-    fn fail(&mut self, record: &Record, error: &AppendError) {
-        let counters = &self.shared.counters;
+    /// One attempt at writing one record, panics caught.
+    fn attempt(&mut self, record: &Record) -> Result<(), AppendError> {
+        let appender = &mut self.appender;
+        catch_unwind(AssertUnwindSafe(|| appender.append(record)))
+            .unwrap_or_else(|payload| Err(AppendError::panicked(payload.as_ref())))
+    }
+
+    /// Counts a failed attempt (and a panic) and feeds the breaker.
+    fn note_failure(&mut self, error: &AppendError) {
         if error.operation() == Operation::Panic {
-            Counters::add(&counters.panics, 1);
+            Counters::add(&self.shared.counters.panics, 1);
         }
-        Counters::add(&counters.lost, 1);
-        crate::report::stderr(format_args!(
-            "logbus: subscription {:?} lost record {}: {}",
-            self.shared.name,
-            record.seq(),
-            error.chain_text()
-        ));
+        self.last_error = Some(error.chain_text());
+        self.breaker.failure(Instant::now());
+    }
+
+    /// Retries a record whose first attempt failed with `error`, under the
+    /// retry policy, then dead-letters it if every attempt failed. Retrying
+    /// before taking the next record keeps the order.
+    fn retry(&mut self, record: &Record, error: AppendError) {
+        let mut error = error;
+        let mut attempts = 1;
+        self.note_failure(&error);
+        while attempts < self.retry.get_max_attempts() && !self.breaker.is_open() {
+            attempts += 1;
+            // The worker's own thread waits; the caller never does.
+            thread::sleep(self.retry.backoff(attempts));
+            Counters::add(&self.shared.counters.retried, 1);
+            match self.attempt(record) {
+                Ok(()) => {
+                    Counters::add(&self.shared.counters.written, 1);
+                    self.breaker.success();
+                    return;
+                }
+                Err(e) => {
+                    self.note_failure(&e);
+                    error = e;
+                }
+            }
+        }
+        self.dead_letter(record, &error.chain_text(), attempts);
+    }
+
+    /// Hands a failed record to the dead-letter route, with key-values naming
+    /// this subscription, the error and the attempts; counts it as lost (and
+    /// says so on stderr, rate-limited) when there is no route or this is the
+    /// dead-letter subscription itself, so nothing loops.
+    fn dead_letter(&mut self, record: &Record, error: &str, attempts: u32) {
+        let counters = &self.shared.counters;
+        let route = match &self.dead_letters {
+            DeadLetters::Route(slot) => slot.get(),
+            DeadLetters::IsDeadLetter => None,
+        };
+        let Some(route) = route else {
+            Counters::add(&counters.lost, 1);
+            crate::report::stderr(format_args!(
+                "logbus: {} {:?} lost record {} after {attempts} attempts: {error}",
+                if matches!(self.dead_letters, DeadLetters::IsDeadLetter) {
+                    "dead-letter appender"
+                } else {
+                    "subscription"
+                },
+                self.shared.name,
+                record.seq(),
+            ));
+            return;
+        };
+        let letter = record.with_extra_kv(vec![
+            (
+                Cow::Borrowed("dead_letter.appender"),
+                Value::Str(Cow::Owned(self.shared.name.to_string())),
+            ),
+            (
+                Cow::Borrowed("dead_letter.error"),
+                Value::Str(Cow::Owned(error.to_owned())),
+            ),
+            (
+                Cow::Borrowed("dead_letter.attempts"),
+                Value::U64(u64::from(attempts)),
+            ),
+        ]);
+        Counters::add(&counters.dead_lettered, 1);
+        // The dead-letter queue is ours to push into like a publisher's: enter
+        // its gate so its shutdown waits for us (see `SubShared::gate`).
+        route.gate.fetch_add(1, Ordering::SeqCst);
+        route.queue.push(Arc::new(letter), &route.counters);
+        route.gate.fetch_sub(1, Ordering::Release);
+    }
+
+    /// Publishes the breaker state for the stats.
+    fn publish_breaker_state(&self) {
+        let state = self.breaker.state(Instant::now());
+        // Relaxed: a plain value for readers of the stats.
+        self.shared
+            .counters
+            .breaker
+            .store(state.to_u8(), Ordering::Relaxed);
     }
 
     /// The queue ran empty: report drops, then flush the appender.
@@ -261,14 +409,11 @@ impl Worker {
             .kv("subscription", self.shared.name.to_string())
             .thread(crate::log_backend::thread_info())
             .build();
-        let appender = &mut self.appender;
-        let started = Instant::now();
-        let result = catch_unwind(AssertUnwindSafe(|| appender.append(&record)));
-        if !matches!(result, Ok(Ok(()))) {
+        if let Err(error) = self.attempt(&record) {
             crate::report::stderr(format_args!(
-                "logbus: subscription {:?} dropped {burst} records since {since}; the summary could not be written ({:?})",
+                "logbus: subscription {:?} dropped {burst} records since {since}; the summary could not be written: {}",
                 self.shared.name,
-                started.elapsed()
+                error.chain_text()
             ));
         }
         self.dirty = true;

@@ -1,0 +1,303 @@
+//! `FileAppender`: laid-out lines appended to a file, with rotation.
+
+pub(crate) mod rolling;
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::appender::{AppendError, Appender};
+use crate::layout::Layout;
+use crate::record::Record;
+
+use self::rolling::{Clock, Compression, FileConfig, RollingFile, Rotation, SystemClock};
+
+/// Appends laid-out lines to a file, rotating it by size and/or time.
+///
+/// - The file is opened in append mode (never truncated) when the appender
+///   is built, so a path that cannot be written is an error then, not at
+///   the first record. Missing directories are created (mode `0o750`).
+/// - A new file is created with mode `0o640` on Unix (see
+///   [`mode`](FileAppenderBuilder::mode)), given to `open(2)` itself so the
+///   file never exists with looser permissions; the umask still applies.
+/// - A symlink at the log path is refused (`O_NOFOLLOW`), and so is one at a
+///   rotation target: the appender never writes through a link someone
+///   planted.
+/// - Lines are buffered and written whole; [`flush`](Appender::flush) (the
+///   broker calls it when its queue runs empty) writes them. A crash leaves
+///   at most the last line partial.
+/// - Rotation renames `app.log` → `app.log.1` → `app.log.2` …, keeping
+///   [`keep`](FileAppenderBuilder::keep) rotated files; the live file is
+///   always at the configured path, so `tail -F` follows it. Rotation
+///   happens between records, never inside a line.
+/// - A file moved away or deleted by another tool (logrotate) is noticed
+///   on the next flush (and at most a second later during a flood), and the
+///   path is reopened.
+/// - Every I/O error is returned as an [`AppendError`] naming the operation
+///   and the path.
+///
+/// | Builder method | Default |
+/// |---|---|
+/// | [`max_bytes`](FileAppenderBuilder::max_bytes) | none: no rotation by size |
+/// | [`rotate_every`](FileAppenderBuilder::rotate_every) | [`Rotation::NEVER`] |
+/// | [`keep`](FileAppenderBuilder::keep) | 5 |
+/// | [`mode`](FileAppenderBuilder::mode) | `0o640` |
+/// | [`layout`](FileAppenderBuilder::layout) | [`Layout::default()`] |
+/// | [`compression`](FileAppenderBuilder::compression) | [`Compression::None`] |
+/// | [`clock`](FileAppenderBuilder::clock) | [`SystemClock`] |
+///
+/// # Examples
+///
+/// ```
+/// use logbus_appenders::{Appender, FileAppender, Layout, Level, Record, Rotation, Topic};
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("logs/app.log");
+/// let mut file = FileAppender::builder(&path)
+///     .max_bytes(10 * 1024 * 1024)
+///     .rotate_every(Rotation::DAILY)
+///     .keep(7)
+///     .layout(Layout::parse("{level} {target}: {msg}{kv}")?)
+///     .build()?;
+/// file.append(&Record::builder(Topic::new(Level::Info, "app")).message("started").build())?;
+/// file.flush()?;
+/// assert_eq!(std::fs::read_to_string(&path)?, "INFO app: started\n");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct FileAppender {
+    file: RollingFile,
+    layout: Layout,
+}
+
+/// Configures a [`FileAppender`] (or the file of a
+/// [`JsonAppender`](crate::JsonAppender)); see [`FileAppender::builder`].
+#[derive(Debug)]
+#[must_use]
+pub struct FileAppenderBuilder {
+    config: FileConfig,
+    layout: Option<Layout>,
+    clock: Box<dyn Clock>,
+}
+
+impl FileAppender {
+    /// Starts configuring an appender writing to `path` (defaults in the
+    /// [type docs](FileAppender)).
+    pub fn builder(path: impl Into<PathBuf>) -> FileAppenderBuilder {
+        FileAppenderBuilder {
+            config: FileConfig {
+                path: path.into(),
+                max_bytes: None,
+                rotation: Rotation::NEVER,
+                keep: 5,
+                mode: 0o640,
+                compression: Compression::None,
+            },
+            layout: None,
+            clock: Box::new(SystemClock),
+        }
+    }
+
+    /// The path of the live file.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+}
+
+impl FileAppenderBuilder {
+    /// Rotates when writing a record would make the file larger than
+    /// `max_bytes` (a record larger than that gets a file of its own).
+    pub fn max_bytes(mut self, max_bytes: u64) -> Self {
+        self.config.max_bytes = Some(max_bytes);
+        self
+    }
+
+    /// Rotates at each UTC hour or day boundary.
+    pub fn rotate_every(mut self, rotation: Rotation) -> Self {
+        self.config.rotation = rotation;
+        self
+    }
+
+    /// Keeps `keep` rotated files (`app.log.1` … `app.log.<keep>`); older
+    /// ones are deleted. With 0, rotation deletes the live file.
+    pub fn keep(mut self, keep: usize) -> Self {
+        self.config.keep = keep;
+        self
+    }
+
+    /// Sets the permission bits of newly created files (Unix; ignored
+    /// elsewhere).
+    pub fn mode(mut self, mode: u32) -> Self {
+        self.config.mode = mode;
+        self
+    }
+
+    /// Sets the layout of each line (not used by the JSON appender).
+    pub fn layout(mut self, layout: Layout) -> Self {
+        self.layout = Some(layout);
+        self
+    }
+
+    /// Sets what happens to rotated files.
+    pub fn compression(mut self, compression: Compression) -> Self {
+        self.config.compression = compression;
+        self
+    }
+
+    /// Sets the clock read for time rotation (tests inject their own).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Box::new(clock);
+        self
+    }
+
+    /// Validates the configuration and opens the live file.
+    pub(crate) fn open(self) -> Result<(RollingFile, Option<Layout>), FileError> {
+        let config = self.config;
+        if config.path.as_os_str().is_empty() {
+            return Err(FileError::config(&config.path, "the path is empty"));
+        }
+        if config.max_bytes == Some(0) {
+            return Err(FileError::config(
+                &config.path,
+                "max_bytes must be at least 1",
+            ));
+        }
+        if config.mode & !0o7777 != 0 {
+            return Err(FileError::config(
+                &config.path,
+                "mode has bits beyond 0o7777",
+            ));
+        }
+        Ok((RollingFile::open(config, self.clock)?, self.layout))
+    }
+
+    /// Opens the file and builds the appender.
+    ///
+    /// # Errors
+    ///
+    /// A [`FileError`]: the directory cannot be created
+    /// ([`FileErrorKind::CreateDir`]), the file cannot be opened
+    /// ([`FileErrorKind::Open`]), the path is a symlink
+    /// ([`FileErrorKind::Symlink`]), or the configuration is invalid
+    /// ([`FileErrorKind::Config`]).
+    ///
+    /// ```
+    /// use logbus_appenders::{FileAppender, FileErrorKind};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let not_a_dir = dir.path().join("plain-file");
+    /// std::fs::write(&not_a_dir, "")?;
+    /// let err = FileAppender::builder(not_a_dir.join("app.log")).build().unwrap_err();
+    /// assert_eq!(err.kind(), FileErrorKind::CreateDir);
+    ///
+    /// let err = FileAppender::builder(dir.path().join("app.log")).max_bytes(0).build().unwrap_err();
+    /// assert_eq!(err.kind(), FileErrorKind::Config);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn build(self) -> Result<FileAppender, FileError> {
+        let (file, layout) = self.open()?;
+        Ok(FileAppender {
+            file,
+            layout: layout.unwrap_or_default(),
+        })
+    }
+}
+
+impl Appender for FileAppender {
+    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
+        let layout = &mut self.layout;
+        self.file.append_with(|buf| {
+            layout.render(record, buf);
+            buf.push(b'\n');
+        })
+    }
+
+    fn flush(&mut self) -> Result<(), AppendError> {
+        self.file.flush()
+    }
+}
+
+/// Why a file appender could not be built.
+#[derive(Debug)]
+pub struct FileError {
+    kind: FileErrorKind,
+    path: PathBuf,
+    detail: Option<&'static str>,
+    source: Option<io::Error>,
+}
+
+/// What went wrong building a file appender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FileErrorKind {
+    /// The directory of the log file could not be created.
+    CreateDir,
+    /// The log file could not be opened or created.
+    Open,
+    /// The log path is a symlink, which is refused rather than followed.
+    Symlink,
+    /// The configuration is invalid (empty path, `max_bytes(0)`, bad mode).
+    Config,
+}
+
+impl FileError {
+    pub(crate) fn io(kind: FileErrorKind, path: &Path, source: io::Error) -> FileError {
+        FileError {
+            kind,
+            path: path.to_owned(),
+            detail: None,
+            source: Some(source),
+        }
+    }
+
+    fn config(path: &Path, detail: &'static str) -> FileError {
+        FileError {
+            kind: FileErrorKind::Config,
+            path: path.to_owned(),
+            detail: Some(detail),
+            source: None,
+        }
+    }
+
+    /// What went wrong.
+    #[must_use]
+    pub fn kind(&self) -> FileErrorKind {
+        self.kind
+    }
+
+    /// The log path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The I/O error kind, when the cause is an I/O error.
+    #[must_use]
+    pub fn io_kind(&self) -> Option<io::ErrorKind> {
+        self.source.as_ref().map(io::Error::kind)
+    }
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = self.path.display();
+        match self.kind {
+            FileErrorKind::CreateDir => write!(f, "cannot create the directory of {path}"),
+            FileErrorKind::Open => write!(f, "cannot open {path}"),
+            FileErrorKind::Symlink => write!(f, "refusing to follow the symlink at {path}"),
+            FileErrorKind::Config => write!(
+                f,
+                "invalid file appender configuration for {path}: {}",
+                self.detail.unwrap_or("invalid")
+            ),
+        }
+    }
+}
+
+impl StdError for FileError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source.as_ref().map(|e| e as &(dyn StdError + 'static))
+    }
+}

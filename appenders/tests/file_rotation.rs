@@ -1,0 +1,140 @@
+//! Size rotation: exactly `keep` rotated files plus the live one, and every
+//! record once, in order, across them.
+
+mod common;
+
+use std::fs;
+
+use common::{all_lines, msg_layout, numbered, rotated};
+use logbus_appenders::{Appender, FileAppender};
+
+#[test]
+fn size_rotation_keeps_k_files_and_every_line_once_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.log");
+    let keep = 4;
+    let max_bytes = 200;
+    let mut appender = FileAppender::builder(&path)
+        .max_bytes(max_bytes)
+        .keep(keep)
+        .layout(msg_layout())
+        .build()
+        .unwrap();
+    // "record N\n" is 9 or 10 bytes: 20 lines fill a rotated file, so 90
+    // records make 4 rotated files and a live one, and nothing is deleted.
+    let total = 90;
+    for seq in 0..total {
+        appender.append(&numbered(seq)).unwrap();
+        if seq % 7 == 0 {
+            appender.flush().unwrap();
+        }
+    }
+    appender.flush().unwrap();
+    for index in 1..=keep {
+        let size = fs::metadata(rotated(&path, index)).unwrap().len();
+        assert!(size > 0 && size <= max_bytes, ".{index} has {size} bytes");
+    }
+    assert!(!rotated(&path, keep + 1).exists());
+    let expected: Vec<String> = (0..total).map(|s| format!("record {s}")).collect();
+    assert_eq!(all_lines(&path, keep), expected);
+}
+
+#[test]
+fn old_files_beyond_keep_are_deleted_and_the_rest_is_a_suffix_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.log");
+    let keep = 3;
+    let mut appender = FileAppender::builder(&path)
+        .max_bytes(100)
+        .keep(keep)
+        .layout(msg_layout())
+        .build()
+        .unwrap();
+    let total = 1000;
+    for seq in 0..total {
+        appender.append(&numbered(seq)).unwrap();
+    }
+    appender.flush().unwrap();
+    let names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), keep + 1, "{names:?}");
+    for index in 1..=keep {
+        assert!(rotated(&path, index).exists());
+    }
+    let lines = all_lines(&path, keep);
+    let first = total - lines.len() as u64;
+    let expected: Vec<String> = (first..total).map(|s| format!("record {s}")).collect();
+    assert_eq!(lines, expected);
+    // Each rotated file was full: adding the next line would pass 100 bytes.
+    for index in 1..=keep {
+        let size = fs::metadata(rotated(&path, index)).unwrap().len();
+        assert!((90..=100).contains(&size), ".{index}: {size}");
+    }
+}
+
+#[test]
+fn an_existing_file_is_appended_to_never_truncated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.log");
+    fs::write(&path, "old line\n").unwrap();
+    let mut appender = FileAppender::builder(&path)
+        .layout(msg_layout())
+        .build()
+        .unwrap();
+    appender.append(&numbered(1)).unwrap();
+    appender.flush().unwrap();
+    assert_eq!(fs::read_to_string(&path).unwrap(), "old line\nrecord 1\n");
+}
+
+#[test]
+fn a_record_larger_than_max_bytes_gets_a_file_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.log");
+    let mut appender = FileAppender::builder(&path)
+        .max_bytes(5)
+        .keep(5)
+        .layout(msg_layout())
+        .build()
+        .unwrap();
+    for seq in 0..3 {
+        appender.append(&numbered(seq)).unwrap();
+    }
+    appender.flush().unwrap();
+    assert_eq!(fs::read_to_string(rotated(&path, 2)).unwrap(), "record 0\n");
+    assert_eq!(fs::read_to_string(rotated(&path, 1)).unwrap(), "record 1\n");
+    assert_eq!(fs::read_to_string(&path).unwrap(), "record 2\n");
+}
+
+#[test]
+fn keep_zero_deletes_instead_of_rotating() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.log");
+    let mut appender = FileAppender::builder(&path)
+        .max_bytes(20)
+        .keep(0)
+        .layout(msg_layout())
+        .build()
+        .unwrap();
+    for seq in 0..5 {
+        appender.append(&numbered(seq)).unwrap();
+    }
+    appender.flush().unwrap();
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    assert_eq!(fs::read_to_string(&path).unwrap(), "record 4\n");
+}
+
+#[test]
+fn directories_are_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a/b/c/app.log");
+    let mut appender = FileAppender::builder(&path)
+        .layout(msg_layout())
+        .build()
+        .unwrap();
+    assert_eq!(appender.path(), path);
+    appender.append(&numbered(0)).unwrap();
+    appender.flush().unwrap();
+    assert_eq!(fs::read_to_string(&path).unwrap(), "record 0\n");
+}
