@@ -1,53 +1,65 @@
-//! The README's first command: logbus as the `log` backend, two appenders
-//! with different topics and levels.
+//! The README's first command: logbus as the `log` backend with a console,
+//! a rolling file and a JSON file, each with its own topics, level and
+//! layout.
 //!
 //! ```text
 //! cargo run --example quickstart
 //! ```
 
-use std::io::Write as _;
-
-use logbus::{AppendError, Appender, LevelFilter, Memory, Record, Subscription};
-
-/// Prints `LEVEL target: message` lines on stderr.
-struct Stderr;
-
-impl Appender for Stderr {
-    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
-        writeln!(
-            std::io::stderr().lock(),
-            "{:>5} {}: {}",
-            record.level(),
-            record.target(),
-            record.message()
-        )
-        .map_err(|e| AppendError::io(logbus::Operation::Write, e))
-    }
-
-    fn flush(&mut self) -> Result<(), AppendError> {
-        Ok(())
-    }
-}
+use logbus::appenders::{Console, FileAppender, JsonAppender, Layout};
+use logbus::{LevelFilter, Subscription};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (errors, captured) = Memory::new();
+    let dir = std::env::temp_dir().join(format!("logbus-quickstart-{}", std::process::id()));
+    let text_path = dir.join("app.log");
+    let json_path = dir.join("errors.json");
+
     let guard = logbus::builder()
-        // Everything at Info and above goes to the console.
-        .appender(Subscription::builder("console", Stderr).level(LevelFilter::Info))
-        // Every error, whatever its target, is also kept in memory.
-        .appender(Subscription::builder("errors", errors).pattern("error.#"))
+        // Info and above on the terminal, in colour when it is one.
+        .appender(
+            Subscription::builder("console", Console::builder().build()).level(LevelFilter::Info),
+        )
+        // Everything from app::db and below, debug included, in a rolling file.
+        .appender(
+            Subscription::builder(
+                "db-file",
+                FileAppender::builder(&text_path)
+                    .max_bytes(10 * 1024 * 1024)
+                    .keep(3)
+                    .layout(Layout::parse(
+                        "{ts} {level:<5} [{thread}] {target} #{seq} - {msg}{kv}",
+                    )?)
+                    .build()?,
+            )
+            .pattern("*.app.db.#"),
+        )
+        // Every warning and error, whatever the target, as NDJSON.
+        .appender(
+            Subscription::builder(
+                "problems",
+                JsonAppender::file(FileAppender::builder(&json_path))?,
+            )
+            .pattern("error.#")
+            .pattern("warn.#"),
+        )
         .install()?;
 
     log::info!(target: "app::http", "listening on {}", "127.0.0.1:8080");
-    log::debug!(target: "app::http", "not shown: below the console's level");
+    log::debug!(target: "app::db::pool", "opened {} connections", 4);
     log::warn!(target: "app::db", "slow query took {} ms", 1200);
     log::error!(target: "app::db", user = "ann", attempt = 3; "connection lost");
+    log::info!(target: "app::http", "a message cannot forge\na second line");
 
-    log::logger().flush();
-    let stats = guard.stats();
+    // Dropping the guard drains every queue and flushes every appender.
+    let handle = guard.handle();
     drop(guard);
 
-    println!("errors captured: {:?}", captured.messages());
-    println!("{}", serde_json::to_string_pretty(&stats)?);
+    println!("--- {} ---", text_path.display());
+    print!("{}", std::fs::read_to_string(&text_path)?);
+    println!("--- {} ---", json_path.display());
+    print!("{}", std::fs::read_to_string(&json_path)?);
+    println!("--- stats ---");
+    println!("{}", serde_json::to_string(&handle.stats().subscriptions)?);
+    std::fs::remove_dir_all(&dir)?;
     Ok(())
 }

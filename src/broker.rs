@@ -9,10 +9,12 @@ use log::LevelFilter;
 use serde::Serialize;
 
 use crate::appenders::Record;
-use crate::error::{FlushError, SubscribeError, UnsubscribeError};
+use crate::directive::Directives;
+use crate::error::{FlushError, ReconfigureError, SubscribeError, UnsubscribeError};
 use crate::log_backend;
 use crate::route::{self, Entry, Snapshot};
 use crate::subscription::worker::{self, Control, DeadLetters, FailurePolicy};
+use crate::subscription::PatternSource;
 use crate::subscription::{
     Counters, Queue, SubShared, SubscriptionBuilder, SubscriptionHandle, SubscriptionStats,
 };
@@ -65,6 +67,8 @@ pub(crate) struct BrokerShared {
 
 struct Config {
     snapshot: Arc<Snapshot>,
+    /// Broker-wide directives, copied into every new snapshot.
+    global: Option<Directives>,
     shut_down: bool,
     /// Subscriptions removed from a worker thread, whose own worker could not
     /// be joined there; joined by shutdown.
@@ -151,7 +155,8 @@ impl Broker {
         let shared = BrokerShared {
             id: NEXT_BROKER_ID.fetch_add(1, Ordering::Relaxed),
             config: Mutex::new(Config {
-                snapshot: Arc::new(Snapshot::new(0, Vec::new())),
+                snapshot: Arc::new(Snapshot::new(0, Vec::new(), None)),
+                global: None,
                 shut_down: false,
                 detached: Vec::new(),
             }),
@@ -277,6 +282,114 @@ impl BrokerHandle {
         self.shared.flush_some(timeout, Some(name))
     }
 
+    /// Changes a subscription's level threshold. Atomic for publishers:
+    /// each record is routed wholly under the old or wholly under the new
+    /// configuration, and none is lost or delivered twice. When the broker
+    /// is the `log` backend, `log::max_level` follows.
+    ///
+    /// # Errors
+    ///
+    /// [`ReconfigureError::NotFound`] if no subscription has this name.
+    pub fn set_level(&self, name: &str, level: LevelFilter) -> Result<(), ReconfigureError> {
+        self.shared.reconfigure(name, |entry| {
+            entry.level = level;
+            Ok(())
+        })
+    }
+
+    /// Replaces a subscription's topic patterns (an empty list means `#`).
+    /// Atomic for publishers, as for [`set_level`](BrokerHandle::set_level).
+    ///
+    /// # Errors
+    ///
+    /// [`ReconfigureError::Pattern`] naming a malformed pattern (nothing is
+    /// changed then), or [`ReconfigureError::NotFound`].
+    pub fn set_patterns<S: AsRef<str>>(
+        &self,
+        name: &str,
+        patterns: &[S],
+    ) -> Result<(), ReconfigureError> {
+        let sources: Vec<PatternSource> = patterns
+            .iter()
+            .map(|p| PatternSource::Text(p.as_ref().to_owned()))
+            .collect();
+        let parsed = crate::subscription::parse_patterns(&sources)?;
+        self.shared.reconfigure(name, move |entry| {
+            entry.patterns = parsed;
+            Ok(())
+        })
+    }
+
+    /// Replaces (or with `None` removes) a subscription's directives.
+    /// Atomic for publishers, as for [`set_level`](BrokerHandle::set_level).
+    ///
+    /// # Errors
+    ///
+    /// [`ReconfigureError::NotFound`] if no subscription has this name.
+    pub fn set_directives(
+        &self,
+        name: &str,
+        directives: Option<Directives>,
+    ) -> Result<(), ReconfigureError> {
+        self.shared.reconfigure(name, move |entry| {
+            entry.directives = directives;
+            Ok(())
+        })
+    }
+
+    /// Replaces a subscription's predicate. Atomic for publishers, as for
+    /// [`set_level`](BrokerHandle::set_level).
+    ///
+    /// # Errors
+    ///
+    /// [`ReconfigureError::NotFound`] if no subscription has this name.
+    pub fn set_filter(
+        &self,
+        name: &str,
+        predicate: impl Fn(&Record) -> bool + Send + Sync + 'static,
+    ) -> Result<(), ReconfigureError> {
+        let predicate: crate::subscription::Predicate = Arc::new(predicate);
+        self.shared.reconfigure(name, move |entry| {
+            entry.predicate = Some(predicate);
+            Ok(())
+        })
+    }
+
+    /// Removes a subscription's predicate.
+    ///
+    /// # Errors
+    ///
+    /// [`ReconfigureError::NotFound`] if no subscription has this name.
+    pub fn clear_filter(&self, name: &str) -> Result<(), ReconfigureError> {
+        self.shared.reconfigure(name, |entry| {
+            entry.predicate = None;
+            Ok(())
+        })
+    }
+
+    /// Sets (or with `None` removes) broker-wide directives that every record
+    /// must pass in addition to its subscriptions' own filters. Atomic for
+    /// publishers; `log::max_level` follows.
+    ///
+    /// ```
+    /// use logbus::{Broker, Directives, LevelFilter, Memory, Subscription};
+    ///
+    /// let broker = Broker::new();
+    /// let (appender, captured) = Memory::new();
+    /// broker.subscribe(Subscription::builder("all", appender))?;
+    /// broker.set_global_directives(Some("warn,app=info".parse()?));
+    /// assert_eq!(broker.max_level(), LevelFilter::Info);
+    /// log::set_max_level(LevelFilter::Trace);
+    /// log::info!(logger: &broker, target: "app::db", "kept");
+    /// log::info!(logger: &broker, target: "hyper", "filtered out");
+    /// broker.flush()?;
+    /// assert_eq!(captured.messages(), ["kept"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_global_directives(&self, directives: Option<Directives>) {
+        self.shared.set_global(directives);
+    }
+
     /// Sets the dead-letter route: the subscription (its own queue and
     /// worker) that receives every record another appender failed to write,
     /// with key-values `dead_letter.appender`, `dead_letter.error` and
@@ -330,7 +443,7 @@ impl BrokerShared {
     /// held.
     fn publish_snapshot(&self, config: &mut Config, entries: Vec<Entry>) {
         let generation = config.snapshot.generation + 1;
-        config.snapshot = Arc::new(Snapshot::new(generation, entries));
+        config.snapshot = Arc::new(Snapshot::new(generation, entries, config.global.clone()));
         // SeqCst: the gate protocol (see `SubShared::gate`) needs this store
         // and the publishers' gate increments in one total order.
         self.generation.store(generation, Ordering::SeqCst);
@@ -347,6 +460,7 @@ impl BrokerShared {
         let mut config = lock(&self.config);
         self.check_new(&config, &builder)?;
         let level = builder.level;
+        let directives = builder.directives.clone();
         let predicate = builder.predicate.clone();
         let sub = self.spawn(builder, DeadLetters::Route(Arc::clone(&self.dead_letters)))?;
         let mut entries = config.snapshot.entries.clone();
@@ -354,6 +468,7 @@ impl BrokerShared {
             sub: Arc::clone(&sub),
             patterns,
             level,
+            directives,
             predicate,
         });
         self.publish_snapshot(&mut config, entries);
@@ -438,6 +553,31 @@ impl BrokerShared {
         .map_err(SubscribeError::Spawn)?;
         *lock(&sub.worker) = Some(handle);
         Ok(sub)
+    }
+
+    /// Applies `change` to the entry called `name` and publishes the result
+    /// as a new snapshot. Publishers still routing with the old snapshot
+    /// finish under it (wholly); the next publish sees the new one.
+    fn reconfigure(
+        &self,
+        name: &str,
+        change: impl FnOnce(&mut Entry) -> Result<(), ReconfigureError>,
+    ) -> Result<(), ReconfigureError> {
+        let mut config = lock(&self.config);
+        let mut entries = config.snapshot.entries.clone();
+        let Some(entry) = entries.iter_mut().find(|e| &*e.sub.name == name) else {
+            return Err(ReconfigureError::NotFound(name.to_owned()));
+        };
+        change(entry)?;
+        self.publish_snapshot(&mut config, entries);
+        Ok(())
+    }
+
+    fn set_global(&self, directives: Option<Directives>) {
+        let mut config = lock(&self.config);
+        config.global = directives;
+        let entries = config.snapshot.entries.clone();
+        self.publish_snapshot(&mut config, entries);
     }
 
     fn unsubscribe(&self, name: &str) -> Result<SubscriptionStats, UnsubscribeError> {

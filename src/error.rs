@@ -130,6 +130,40 @@ impl fmt::Display for UnsubscribeError {
 
 impl StdError for UnsubscribeError {}
 
+/// Why a runtime reconfiguration was refused (nothing changed then).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReconfigureError {
+    /// No subscription has this name.
+    NotFound(String),
+    /// A topic pattern was malformed.
+    Pattern(TopicParseError),
+}
+
+impl fmt::Display for ReconfigureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReconfigureError::NotFound(name) => write!(f, "no subscription named {name:?}"),
+            ReconfigureError::Pattern(_) => f.write_str("invalid topic pattern"),
+        }
+    }
+}
+
+impl StdError for ReconfigureError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            ReconfigureError::NotFound(_) => None,
+            ReconfigureError::Pattern(e) => Some(e),
+        }
+    }
+}
+
+impl From<TopicParseError> for ReconfigureError {
+    fn from(e: TopicParseError) -> ReconfigureError {
+        ReconfigureError::Pattern(e)
+    }
+}
+
 /// Why a flush did not complete.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

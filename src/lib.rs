@@ -114,6 +114,7 @@ mod broker;
 mod builder;
 mod directive;
 mod error;
+mod init;
 mod log_backend;
 mod report;
 mod retry;
@@ -136,7 +137,8 @@ pub use crate::{
     },
     builder::Builder,
     directive::{DirectiveError, DirectiveErrorKind, Directives},
-    error::{FlushError, InstallError, SubscribeError, UnsubscribeError},
+    error::{FlushError, InstallError, ReconfigureError, SubscribeError, UnsubscribeError},
+    init::{init, try_init, InitError, ENV_VAR},
     log_backend::LoggerGuard,
     retry::{BreakerState, CircuitBreaker, RetryPolicy},
     subscription::{

@@ -17,6 +17,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use log::LevelFilter;
 
 use crate::appenders::{Level, Topic};
+use crate::directive::Directives;
 use crate::subscription::{Predicate, SubShared};
 use crate::sync::{lock, Arc, Mutex};
 use crate::topic::{PatternTrie, TopicPattern};
@@ -26,7 +27,27 @@ pub(crate) struct Entry {
     pub(crate) sub: Arc<SubShared>,
     pub(crate) patterns: Vec<TopicPattern>,
     pub(crate) level: LevelFilter,
+    /// `RUST_LOG`-style directives, checked with the level threshold.
+    pub(crate) directives: Option<Directives>,
     pub(crate) predicate: Option<Predicate>,
+}
+
+impl Entry {
+    /// Whether this entry accepts `level` from `target` (patterns aside).
+    fn accepts(&self, level: Level, target: &str) -> bool {
+        level <= self.level
+            && self
+                .directives
+                .as_ref()
+                .map_or(true, |d| d.enabled(level, target))
+    }
+
+    /// The loosest level this entry can accept.
+    fn max_level(&self) -> LevelFilter {
+        self.directives
+            .as_ref()
+            .map_or(self.level, |d| d.max_level().min(self.level))
+    }
 }
 
 impl Clone for Entry {
@@ -35,6 +56,7 @@ impl Clone for Entry {
             sub: Arc::clone(&self.sub),
             patterns: self.patterns.clone(),
             level: self.level,
+            directives: self.directives.clone(),
             predicate: self.predicate.clone(),
         }
     }
@@ -46,13 +68,19 @@ pub(crate) struct Snapshot {
     /// published.
     pub(crate) generation: u64,
     pub(crate) entries: Vec<Entry>,
+    /// Broker-wide directives every record must also pass.
+    pub(crate) global: Option<Directives>,
     trie: PatternTrie,
     /// The loosest level any subscription accepts.
     pub(crate) max_level: LevelFilter,
 }
 
 impl Snapshot {
-    pub(crate) fn new(generation: u64, entries: Vec<Entry>) -> Snapshot {
+    pub(crate) fn new(
+        generation: u64,
+        entries: Vec<Entry>,
+        global: Option<Directives>,
+    ) -> Snapshot {
         let mut trie = PatternTrie::new();
         for (id, entry) in entries.iter().enumerate() {
             for pattern in &entry.patterns {
@@ -61,12 +89,18 @@ impl Snapshot {
         }
         let max_level = entries
             .iter()
-            .map(|e| e.level)
+            .map(Entry::max_level)
             .max()
-            .unwrap_or(LevelFilter::Off);
+            .unwrap_or(LevelFilter::Off)
+            .min(
+                global
+                    .as_ref()
+                    .map_or(LevelFilter::Trace, Directives::max_level),
+            );
         Snapshot {
             generation,
             entries,
+            global,
             trie,
             max_level,
         }
@@ -75,13 +109,20 @@ impl Snapshot {
     /// Computes the route of `level` and `target` (the slow path).
     pub(crate) fn route(&self, level: Level, target: &str) -> Route {
         let topic = intern_topic(level, target);
-        let entries = self
-            .trie
-            .matching(topic.as_str())
-            .into_iter()
-            .filter(|&i| level <= self.entries[i].level)
-            .map(|i| i as u32)
-            .collect();
+        let globally = self
+            .global
+            .as_ref()
+            .map_or(true, |d| d.enabled(level, target));
+        let entries = if globally {
+            self.trie
+                .matching(topic.as_str())
+                .into_iter()
+                .filter(|&i| self.entries[i].accepts(level, target))
+                .map(|i| i as u32)
+                .collect()
+        } else {
+            Box::default()
+        };
         Route { topic, entries }
     }
 }

@@ -11,6 +11,7 @@ use log::LevelFilter;
 use serde::Serialize;
 
 use crate::appenders::{Appender, Record};
+use crate::directive::Directives;
 use crate::retry::{BreakerState, CircuitBreaker, RetryPolicy};
 use crate::sync::{Arc, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering};
 use crate::topic::{TopicParseError, TopicPattern};
@@ -67,6 +68,7 @@ impl Subscription {
     /// |---|---|
     /// | patterns | `#` (every topic) |
     /// | level | `Trace` (everything the patterns match) |
+    /// | directives | none |
     /// | predicate | none |
     /// | capacity | [`DEFAULT_CAPACITY`] records |
     /// | max bytes | unbounded (the record bound still applies) |
@@ -101,6 +103,7 @@ impl Subscription {
             appender: Box::new(appender),
             patterns: Vec::new(),
             level: LevelFilter::Trace,
+            directives: None,
             predicate: None,
             capacity: DEFAULT_CAPACITY,
             max_bytes: None,
@@ -119,6 +122,7 @@ pub struct SubscriptionBuilder {
     pub(crate) appender: Box<dyn Appender>,
     pub(crate) patterns: Vec<PatternSource>,
     pub(crate) level: LevelFilter,
+    pub(crate) directives: Option<Directives>,
     pub(crate) predicate: Option<Predicate>,
     pub(crate) capacity: usize,
     pub(crate) max_bytes: Option<usize>,
@@ -141,6 +145,7 @@ impl fmt::Debug for SubscriptionBuilder {
             .field("name", &self.name)
             .field("patterns", &self.patterns)
             .field("level", &self.level)
+            .field("directives", &self.directives)
             .field("predicate", &self.predicate.is_some())
             .field("capacity", &self.capacity)
             .field("max_bytes", &self.max_bytes)
@@ -169,6 +174,22 @@ impl SubscriptionBuilder {
     /// Sets the level threshold: records less severe are not delivered.
     pub fn level(mut self, level: LevelFilter) -> Self {
         self.level = level;
+        self
+    }
+
+    /// Also filters by `RUST_LOG`-style directives (env_logger's meaning):
+    /// a record is delivered only if the level threshold, the directives and
+    /// a pattern all accept it.
+    ///
+    /// ```
+    /// use logbus::{Directives, Memory, Subscription};
+    ///
+    /// let directives: Directives = "info,app::db=debug,hyper=off".parse()?;
+    /// let sub = Subscription::builder("console", Memory::new().0).directives(directives);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn directives(mut self, directives: Directives) -> Self {
+        self.directives = Some(directives);
         self
     }
 
@@ -211,17 +232,24 @@ impl SubscriptionBuilder {
 
     /// Parses the patterns (defaulting to `#`).
     pub(crate) fn parsed_patterns(&self) -> Result<Vec<TopicPattern>, TopicParseError> {
-        if self.patterns.is_empty() {
-            return Ok(vec![TopicPattern::match_all()]);
-        }
-        self.patterns
-            .iter()
-            .map(|p| match p {
-                PatternSource::Text(text) => TopicPattern::parse(text),
-                PatternSource::Parsed(parsed) => Ok(parsed.clone()),
-            })
-            .collect()
+        parse_patterns(&self.patterns)
     }
+}
+
+/// Parses patterns as given to a builder; no patterns means `#`.
+pub(crate) fn parse_patterns(
+    sources: &[PatternSource],
+) -> Result<Vec<TopicPattern>, TopicParseError> {
+    if sources.is_empty() {
+        return Ok(vec![TopicPattern::match_all()]);
+    }
+    sources
+        .iter()
+        .map(|p| match p {
+            PatternSource::Text(text) => TopicPattern::parse(text),
+            PatternSource::Parsed(parsed) => Ok(parsed.clone()),
+        })
+        .collect()
 }
 
 /// Per-subscription counters, shared by publishers, the worker and readers.

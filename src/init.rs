@@ -1,0 +1,111 @@
+//! `logbus::init()`: the zero-configuration start, like `env_logger::init()`.
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use crate::appenders::{Console, ConsoleTarget};
+use crate::directive::{DirectiveError, Directives};
+use crate::error::InstallError;
+use crate::log_backend::LoggerGuard;
+use crate::subscription::Subscription;
+
+/// The environment variable read by [`init`] and [`try_init`].
+pub const ENV_VAR: &str = "RUST_LOG";
+
+/// Installs logbus as the `log` backend with one console appender on stderr
+/// (named `console`), filtered by the `RUST_LOG` directives (`info` when
+/// unset or empty), and returns the guard to keep alive.
+///
+/// A malformed directive in `RUST_LOG` is reported once on stderr and
+/// skipped; the valid parts apply, as with env_logger.
+///
+/// # Panics
+///
+/// If a `log` backend is already installed, like `env_logger::init()`; use
+/// [`try_init`] to get an error instead.
+///
+/// # Examples
+///
+/// ```no_run
+/// let _guard = logbus::init();
+/// log::info!("shown unless RUST_LOG says otherwise");
+/// ```
+pub fn init() -> LoggerGuard {
+    let (directives, errors) = directives_from_env_lossy();
+    for error in &errors {
+        // The documented last resort: there is no logger yet to report to.
+        eprintln!("logbus: ignoring {ENV_VAR}: {error}");
+    }
+    match install(directives) {
+        Ok(guard) => guard,
+        Err(e) => panic!("logbus::init: {e}"),
+    }
+}
+
+/// Like [`init`], but returns errors instead of panicking or going on: a
+/// malformed `RUST_LOG` directive is an error here.
+///
+/// # Errors
+///
+/// [`InitError::Directive`] naming the first malformed directive, or
+/// [`InitError::Install`] if a `log` backend is already installed.
+///
+/// # Examples
+///
+/// ```no_run
+/// match logbus::try_init() {
+///     Ok(_guard) => log::info!("logging"),
+///     Err(e) => eprintln!("no logging: {e}"),
+/// }
+/// ```
+pub fn try_init() -> Result<LoggerGuard, InitError> {
+    let directives = match std::env::var(ENV_VAR) {
+        Ok(spec) if !spec.trim().is_empty() => {
+            Directives::parse(&spec).map_err(InitError::Directive)?
+        }
+        _ => Directives::new(log::LevelFilter::Info),
+    };
+    install(directives).map_err(InitError::Install)
+}
+
+fn directives_from_env_lossy() -> (Directives, Vec<DirectiveError>) {
+    match std::env::var(ENV_VAR) {
+        Ok(spec) if !spec.trim().is_empty() => Directives::parse_lossy(&spec),
+        _ => (Directives::new(log::LevelFilter::Info), Vec::new()),
+    }
+}
+
+fn install(directives: Directives) -> Result<LoggerGuard, InstallError> {
+    let console = Console::builder().target(ConsoleTarget::Stderr).build();
+    crate::builder()
+        .appender(Subscription::builder("console", console).directives(directives))
+        .install()
+}
+
+/// Why [`try_init`] failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum InitError {
+    /// `RUST_LOG` held a malformed directive.
+    Directive(DirectiveError),
+    /// Installing the backend failed (one is already installed).
+    Install(InstallError),
+}
+
+impl fmt::Display for InitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InitError::Directive(_) => write!(f, "malformed {ENV_VAR}"),
+            InitError::Install(_) => f.write_str("could not install the logger"),
+        }
+    }
+}
+
+impl StdError for InitError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            InitError::Directive(e) => Some(e),
+            InitError::Install(e) => Some(e),
+        }
+    }
+}
