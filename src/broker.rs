@@ -529,7 +529,9 @@ impl BrokerShared {
     ) -> Result<Arc<SubShared>, SubscribeError> {
         let (queue, data_rx) = Queue::new(builder.capacity, builder.max_bytes, builder.overflow);
         let (ctrl_tx, ctrl_rx) = worker::control_channel();
+        let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
         let sub = Arc::new(SubShared {
+            done: done_rx,
             name: builder.name.into(),
             queue,
             ctrl: ctrl_tx,
@@ -549,6 +551,7 @@ impl BrokerShared {
             Arc::clone(&sub),
             Arc::clone(&self.seq),
             failures,
+            done_tx,
         )
         .map_err(SubscribeError::Spawn)?;
         *lock(&sub.worker) = Some(handle);
@@ -694,14 +697,13 @@ fn flush_all(subs: &[&SubShared], deadline: Instant) -> Vec<String> {
     let mut waiting = Vec::new();
     for sub in subs {
         let (ack_tx, ack_rx) = crossbeam_channel::bounded(1);
-        if sub
-            .ctrl
-            .send_deadline(Control::Flush(ack_tx), deadline)
-            .is_ok()
-        {
-            waiting.push((&sub.name, ack_rx));
-        } else {
-            waiting.push((&sub.name, crossbeam_channel::never()));
+        match sub.ctrl.send_deadline(Control::Flush(ack_tx), deadline) {
+            Ok(()) => waiting.push((&sub.name, ack_rx)),
+            // The worker has exited (shut down): it has nothing left.
+            Err(crossbeam_channel::SendTimeoutError::Disconnected(_)) => {}
+            Err(crossbeam_channel::SendTimeoutError::Timeout(_)) => {
+                waiting.push((&sub.name, crossbeam_channel::never()));
+            }
         }
     }
     let mut pending = Vec::new();
@@ -791,19 +793,17 @@ impl BrokerShared {
                 if route.entries.is_empty() {
                     return;
                 }
-                let record = match &record {
-                    Some(r) => Arc::clone(r),
+                let built: &Arc<Record> = match &mut record {
+                    Some(r) => r,
                     None => {
                         let Some(build) = build.take() else { return };
                         // Relaxed: see `seq`.
                         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-                        let r = Arc::new(build(route.topic.clone(), seq));
-                        record = Some(Arc::clone(&r));
-                        r
+                        record.insert(Arc::new(build(route.topic.clone(), seq)))
                     }
                 };
                 // Predicates are user code: run them before entering any gate.
-                let chosen = Chosen::new(snapshot, &route.entries, &record);
+                let chosen = Chosen::new(snapshot, &route.entries, built);
                 for sub in chosen.iter(snapshot) {
                     // SeqCst: see `SubShared::gate`.
                     sub.gate.fetch_add(1, Ordering::SeqCst);
@@ -819,12 +819,25 @@ impl BrokerShared {
                 } else {
                     // SeqCst: pairs with shutdown's store; see `closed`.
                     let closed = self.closed.load(Ordering::SeqCst);
-                    for sub in chosen.iter(snapshot) {
+                    if closed {
+                        Counters::add(&self.dropped_after_shutdown, 1);
+                    }
+                    // The last subscription gets our reference itself: one
+                    // reference-count round trip fewer per record.
+                    let mut owned = record.take();
+                    let mut subs = chosen.iter(snapshot).peekable();
+                    while let Some(sub) = subs.next() {
                         if closed {
                             sub.counters.record_drops(1);
-                            Counters::add(&self.dropped_after_shutdown, 1);
                         } else {
-                            sub.queue.push(Arc::clone(&record), &sub.counters);
+                            let shared = if subs.peek().is_none() {
+                                owned.take()
+                            } else {
+                                owned.clone()
+                            };
+                            if let Some(shared) = shared {
+                                sub.queue.push(shared, &sub.counters);
+                            }
                         }
                         sub.gate.fetch_sub(1, Ordering::Release);
                     }
@@ -889,30 +902,34 @@ fn stop_worker(sub: &SubShared, deadline: Option<Instant>) -> bool {
 /// Waits for the worker thread to finish and joins it (never from the worker
 /// itself). Returns whether it finished before `deadline`.
 fn join_worker(sub: &SubShared, deadline: Option<Instant>) -> bool {
-    let Some(handle) = lock(&sub.worker).take() else {
-        // Already joined (or being joined by another caller).
-        return true;
-    };
-    if handle.thread.thread().id() == thread::current().id() {
-        *lock(&sub.worker) = Some(handle);
-        return false;
+    let handle = lock(&sub.worker).take();
+    if let Some(h) = handle.as_ref() {
+        if h.thread.thread().id() == thread::current().id() {
+            // Never join (or wait for) the worker from its own thread.
+            *lock(&sub.worker) = handle;
+            return false;
+        }
     }
+    // Wait on `done`, not on owning the handle: another party (a background
+    // unsubscribe) may hold the handle and join the thread itself.
     let finished = match deadline {
         Some(d) => !matches!(
-            handle.done.recv_deadline(d),
+            sub.done.recv_deadline(d),
             Err(crossbeam_channel::RecvTimeoutError::Timeout)
         ),
         None => {
-            let _ = handle.done.recv();
+            let _ = sub.done.recv();
             true
         }
     };
-    if finished {
-        // The worker catches appender panics, so the thread itself does
-        // not panic; a join error would only repeat what was reported.
-        let _ = handle.thread.join();
-    } else {
-        *lock(&sub.worker) = Some(handle);
+    match handle {
+        // The worker catches appender panics, so the thread itself does not
+        // panic; a join error would only repeat what was reported.
+        Some(handle) if finished => {
+            let _ = handle.thread.join();
+        }
+        Some(handle) => *lock(&sub.worker) = Some(handle),
+        None => {}
     }
     finished
 }

@@ -87,6 +87,7 @@ impl Topic {
         )))))
     }
 
+    #[inline]
     fn inner(&self) -> &TopicInner {
         match &self.0 {
             TopicRepr::Static(inner) => inner,
@@ -96,18 +97,21 @@ impl Topic {
 
     /// The topic string, e.g. `warn.app.db`.
     #[must_use]
+    #[inline]
     pub fn as_str(&self) -> &str {
         &self.inner().topic
     }
 
     /// The target as the `log` crate gave it, e.g. `app::db`.
     #[must_use]
+    #[inline]
     pub fn target(&self) -> &str {
         &self.inner().target
     }
 
     /// The level part of the topic.
     #[must_use]
+    #[inline]
     pub fn level(&self) -> Level {
         self.inner().level
     }
@@ -248,6 +252,7 @@ impl Record {
     /// (seq 0, the current time, empty message, no location, thread id 0).
     #[must_use]
     #[allow(clippy::double_must_use)] // newer clippy: RecordBuilder is #[must_use] too
+    #[inline]
     pub fn builder(topic: Topic) -> RecordBuilder {
         RecordBuilder {
             record: Record {
@@ -267,36 +272,42 @@ impl Record {
     /// Broker-wide sequence number, strictly increasing in publish order of
     /// `seq` allocation.
     #[must_use]
+    #[inline]
     pub fn seq(&self) -> u64 {
         self.seq
     }
 
     /// When the log call was made (taken on the caller's thread).
     #[must_use]
+    #[inline]
     pub fn time(&self) -> SystemTime {
         self.time
     }
 
     /// The record's level.
     #[must_use]
+    #[inline]
     pub fn level(&self) -> Level {
         self.topic.level()
     }
 
     /// The target, as given to the `log` macro (`app::db`).
     #[must_use]
+    #[inline]
     pub fn target(&self) -> &str {
         self.topic.target()
     }
 
     /// The topic (`warn.app.db`).
     #[must_use]
+    #[inline]
     pub fn topic(&self) -> &Topic {
         &self.topic
     }
 
     /// The formatted message.
     #[must_use]
+    #[inline]
     pub fn message(&self) -> &str {
         &self.message
     }
@@ -309,30 +320,35 @@ impl Record {
 
     /// The module path of the log call, if known.
     #[must_use]
+    #[inline]
     pub fn module_path(&self) -> Option<&str> {
         self.module_path.as_deref()
     }
 
     /// The source file of the log call, if known.
     #[must_use]
+    #[inline]
     pub fn file(&self) -> Option<&str> {
         self.file.as_deref()
     }
 
     /// The source line of the log call, if known.
     #[must_use]
+    #[inline]
     pub fn line(&self) -> Option<u32> {
         self.line
     }
 
     /// The thread that made the log call.
     #[must_use]
+    #[inline]
     pub fn thread(&self) -> ThreadInfo {
         self.thread
     }
 
     /// The key-values attached to the record, in call order.
     #[must_use]
+    #[inline]
     pub fn key_values(&self) -> &[(Cow<'static, str>, Value)] {
         &self.kv
     }
@@ -380,42 +396,49 @@ pub struct RecordBuilder {
 
 impl RecordBuilder {
     /// Sets the sequence number.
+    #[inline]
     pub fn seq(mut self, seq: u64) -> Self {
         self.record.seq = seq;
         self
     }
 
     /// Sets the time of the log call.
+    #[inline]
     pub fn time(mut self, time: SystemTime) -> Self {
         self.record.time = time;
         self
     }
 
     /// Sets the message. A `&'static str` is kept without copying.
+    #[inline]
     pub fn message(mut self, message: impl Into<Cow<'static, str>>) -> Self {
         self.record.message = message.into();
         self
     }
 
     /// Sets the module path.
+    #[inline]
     pub fn module_path(mut self, module_path: Option<Cow<'static, str>>) -> Self {
         self.record.module_path = module_path;
         self
     }
 
     /// Sets the source file.
+    #[inline]
     pub fn file(mut self, file: Option<Cow<'static, str>>) -> Self {
         self.record.file = file;
         self
     }
 
     /// Sets the source line.
+    #[inline]
     pub fn line(mut self, line: Option<u32>) -> Self {
         self.record.line = line;
         self
     }
 
     /// Sets the thread identity.
+    #[inline]
     pub fn thread(mut self, thread: ThreadInfo) -> Self {
         self.record.thread = thread;
         self
@@ -428,6 +451,7 @@ impl RecordBuilder {
     }
 
     /// Replaces all key-values.
+    #[inline]
     pub fn key_values(mut self, kv: Vec<(Cow<'static, str>, Value)>) -> Self {
         self.record.kv = kv;
         self
@@ -435,6 +459,7 @@ impl RecordBuilder {
 
     /// Finishes the record.
     #[must_use]
+    #[inline]
     pub fn build(self) -> Record {
         self.record
     }

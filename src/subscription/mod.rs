@@ -291,6 +291,11 @@ impl Counters {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
+    pub(crate) fn sub(counter: &AtomicU64, n: u64) {
+        // Relaxed: a statistic; publishes no other memory.
+        counter.fetch_sub(n, Ordering::Relaxed);
+    }
+
     pub(crate) fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
     }
@@ -298,6 +303,11 @@ impl Counters {
     /// Counts `n` dropped records and remembers when the burst started.
     pub(crate) fn record_drops(&self, n: u64) {
         Counters::add(&self.dropped, n);
+        self.stamp_first_drop();
+    }
+
+    /// Remembers when the current burst of drops started, if not yet known.
+    pub(crate) fn stamp_first_drop(&self) {
         if self.first_drop_micros.load(Ordering::Relaxed) == 0 {
             let now = crate::record_now_micros();
             // Relaxed: only the value matters; losing the race means another
@@ -375,6 +385,9 @@ pub(crate) struct SubShared {
     pub(crate) gate: AtomicUsize,
     /// The worker's join handle, taken by whoever stops the worker.
     pub(crate) worker: Mutex<Option<worker::WorkerHandle>>,
+    /// Disconnects when the worker thread has finished, whoever joins it:
+    /// lets several parties (shutdown, a background unsubscribe) wait.
+    pub(crate) done: crossbeam_channel::Receiver<()>,
 }
 
 impl fmt::Debug for SubShared {

@@ -20,6 +20,10 @@
 //! - Another publisher may fill the slot we freed. We evict again; after
 //!   `EVICT_ATTEMPTS` lost races we count the *new* record as dropped
 //!   instead, so the caller's time stays bounded.
+//! - Between our `try_recv` and the count, the record would be neither
+//!   queued nor counted; so we count first and take the count back if the
+//!   queue turned out empty. A reader can therefore over-count `dropped` by
+//!   one for an instant, never under-count it.
 //! - Order is preserved: we only ever remove from the head and append at the
 //!   tail, so eviction leaves gaps, never reorderings.
 //!
@@ -112,11 +116,24 @@ impl Queue {
                 Ok(()) => return,
                 Err(TrySendError::Full(r)) => {
                     record = r;
-                    if let Ok(oldest) = self.evict_rx.try_recv() {
-                        self.discard(&oldest, counters);
+                    // Count the eviction *before* taking the record out, so
+                    // that no observer (a flush barrier reading the stats
+                    // after the worker acknowledged) can see the record
+                    // neither queued nor counted. Our `try_recv` is a release
+                    // operation on the channel's head, which the worker's
+                    // later receives acquire: the count is visible to anyone
+                    // the worker then synchronises with.
+                    Counters::add(&counters.dropped, 1);
+                    match self.evict_rx.try_recv() {
+                        Ok(oldest) => {
+                            self.release_bytes(&oldest, counters);
+                            counters.stamp_first_drop();
+                        }
+                        // Empty: the worker drained meanwhile, so there was
+                        // nothing to evict; take the count back. Retrying
+                        // succeeds unless another publisher takes the slot.
+                        Err(_) => Counters::sub(&counters.dropped, 1),
                     }
-                    // Empty: the worker drained meanwhile; retrying succeeds
-                    // unless another publisher takes the slot first.
                 }
                 Err(TrySendError::Disconnected(r)) => {
                     record = r;

@@ -40,8 +40,6 @@ pub(crate) enum Control {
 /// The owner's side of a worker: its control channel and thread.
 #[derive(Debug)]
 pub(crate) struct WorkerHandle {
-    /// Receives (disconnects) when the worker thread has finished.
-    pub(crate) done: Receiver<()>,
     pub(crate) thread: thread::JoinHandle<()>,
 }
 
@@ -96,8 +94,8 @@ pub(crate) fn spawn(
     shared: Arc<SubShared>,
     seq: Arc<AtomicU64>,
     failures: FailurePolicy,
+    done_tx: Sender<()>,
 ) -> std::io::Result<WorkerHandle> {
-    let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
     let name = format!("logbus-{}", shared.name);
     let worker = Worker {
         appender,
@@ -119,10 +117,7 @@ pub(crate) fn spawn(
         crate::log_backend::mark_worker_thread();
         worker.run();
     })?;
-    Ok(WorkerHandle {
-        done: done_rx,
-        thread,
-    })
+    Ok(WorkerHandle { thread })
 }
 
 impl Worker {
@@ -389,7 +384,9 @@ impl Worker {
     fn report_drops(&mut self) {
         let counters = &self.shared.counters;
         let dropped = Counters::get(&counters.dropped);
-        if dropped == self.reported_drops {
+        // `dropped` can read one high for an instant (see `queue.rs`), and
+        // then lower again: report only growth past what was reported.
+        if dropped <= self.reported_drops {
             return;
         }
         let burst = dropped - self.reported_drops;

@@ -172,3 +172,13 @@ impl<F: FnMut(&Record) + Send + 'static> Appender for HookAppender<F> {
         self.inner.flush()
     }
 }
+
+/// Sets the flag when dropped, also while unwinding: stops a flooding thread
+/// so that a failed assertion in a `thread::scope` fails instead of hanging.
+pub struct SetOnDrop<'a>(pub &'a std::sync::atomic::AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,442 @@
+//! Delivery: every subscriber of a topic gets every record published on it, in publish
+//! order, typed and uncopied; non-matching subscribers get none, also under 8 publishers.
+
+mod common;
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
+
+use log::Level;
+use logbus::{
+    AppendError, Appender, BatchError, LevelFilter, Memory, MemoryHandle, Record, Subscription,
+    Value,
+};
+
+#[track_caller]
+fn assert_messages(name: &str, handle: &MemoryHandle, expected: &[&str]) {
+    assert_eq!(
+        common::user_messages(handle),
+        expected,
+        "messages of subscription {name:?}"
+    );
+}
+
+#[test]
+fn each_subscriber_gets_exactly_its_topics_in_publish_order() {
+    let broker = common::broker();
+    let mut handles = Vec::new();
+    for (name, pattern) in [
+        ("all", "#"),
+        ("errors", "error.#"),
+        ("db", "*.app.db.#"),
+        ("warn_one", "warn.*"),
+        ("fatal", "fatal.#"),
+    ] {
+        let (appender, captured) = Memory::new();
+        broker
+            .subscribe(Subscription::builder(name, appender).pattern(pattern))
+            .unwrap();
+        handles.push((name, captured));
+    }
+    // Two patterns on one subscription: delivered once if either matches.
+    let (appender, both) = Memory::new();
+    broker
+        .subscribe(
+            Subscription::builder("two", appender)
+                .pattern("error.#")
+                .pattern("*.app.db.#"),
+        )
+        .unwrap();
+
+    #[rustfmt::skip]
+    let table: &[(Level, &str)] = &[
+        (Level::Error, "app::db"),       // m0: error.app.db
+        (Level::Warn, "app"),            // m1: warn.app
+        (Level::Info, "app::db::pool"),  // m2: info.app.db.pool
+        (Level::Warn, "app::db"),        // m3: warn.app.db
+        (Level::Debug, "app::http"),     // m4: debug.app.http
+        (Level::Error, ""),              // m5: error
+        (Level::Trace, "app::db"),       // m6: trace.app.db
+        (Level::Warn, "db"),             // m7: warn.db
+        (Level::Info, "app"),            // m8: info.app
+        (Level::Error, "app::dbx"),      // m9: error.app.dbx
+    ];
+    for (i, &(level, target)) in table.iter().enumerate() {
+        log::log!(logger: &broker, target: target, level, "m{i}");
+    }
+    broker.flush().unwrap();
+
+    let expected: &[(&str, &[&str])] = &[
+        (
+            "all",
+            &["m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9"],
+        ),
+        ("errors", &["m0", "m5", "m9"]),
+        ("db", &["m0", "m2", "m3", "m6"]),
+        ("warn_one", &["m1", "m7"]),
+        ("fatal", &[]),
+    ];
+    for ((name, captured), &(expected_name, messages)) in handles.iter().zip(expected) {
+        assert_eq!(*name, expected_name);
+        assert_messages(name, captured, messages);
+        let stats = broker.subscription(name).unwrap().stats();
+        assert_eq!(stats.matched, messages.len() as u64, "{name}");
+        assert_eq!(stats.written, messages.len() as u64, "{name}");
+        assert_eq!(stats.in_queue, 0, "{name}");
+    }
+    assert_messages("two", &both, &["m0", "m2", "m3", "m5", "m6", "m9"]);
+
+    // The `#` subscriber saw every record with its own level and topic.
+    let all = handles[0].1.records();
+    for (record, &(level, target)) in all.iter().zip(table) {
+        assert_eq!(record.level(), level);
+        assert_eq!(record.target(), target);
+    }
+    assert_eq!(all.len(), table.len());
+}
+
+#[test]
+fn predicate_filter_and_level_threshold() {
+    let broker = common::broker();
+    let (appender, kept) = Memory::new();
+    broker
+        .subscribe(
+            Subscription::builder("kept", appender).filter(|r| r.message().starts_with("keep")),
+        )
+        .unwrap();
+    let (appender, info) = Memory::new();
+    broker
+        .subscribe(Subscription::builder("info", appender).level(LevelFilter::Info))
+        .unwrap();
+    let (appender, both) = Memory::new();
+    broker
+        .subscribe(
+            Subscription::builder("both", appender)
+                .pattern("*.app.#")
+                .level(LevelFilter::Warn)
+                .filter(|r| r.message().contains('x')),
+        )
+        .unwrap();
+
+    #[rustfmt::skip]
+    let table: &[(Level, &str, &str)] = &[
+        (Level::Error, "app", "keep-x1"),
+        (Level::Warn, "app::db", "drop-x2"),
+        (Level::Info, "app", "keep-3"),
+        (Level::Debug, "app", "keep-x4"),
+        (Level::Trace, "other", "drop-5"),
+        (Level::Error, "other", "keep-x6"),
+        (Level::Warn, "app", "drop-7"),
+        (Level::Info, "app", "keep-x8"),
+    ];
+    for &(level, target, message) in table {
+        log::log!(logger: &broker, target: target, level, "{message}");
+    }
+    broker.flush().unwrap();
+
+    assert_messages(
+        "kept",
+        &kept,
+        &["keep-x1", "keep-3", "keep-x4", "keep-x6", "keep-x8"],
+    );
+    assert_messages(
+        "info",
+        &info,
+        &[
+            "keep-x1", "drop-x2", "keep-3", "keep-x6", "drop-7", "keep-x8",
+        ],
+    );
+    assert_messages("both", &both, &["keep-x1", "drop-x2"]);
+    // Records a predicate or the level rejected are not `matched`.
+    let stats = broker.stats();
+    assert_eq!(stats.subscriptions["kept"].matched, 5);
+    assert_eq!(stats.subscriptions["info"].matched, 6);
+    assert_eq!(stats.subscriptions["both"].matched, 2);
+    for (name, s) in &stats.subscriptions {
+        assert_eq!(s.matched, s.written, "{name}");
+        assert_eq!(s.dropped, 0, "{name}");
+    }
+}
+
+#[test]
+fn literal_messages_are_borrowed_and_formatted_ones_owned() {
+    let broker = common::broker();
+    let (appender, captured) = Memory::new();
+    broker
+        .subscribe(Subscription::builder("mem", appender))
+        .unwrap();
+    let n = std::hint::black_box(7);
+    log::info!(logger: &broker, target: "app", "literal");
+    log::info!(logger: &broker, target: "app", "formatted {n}");
+    broker.flush().unwrap();
+
+    let records = captured.records();
+    assert_eq!(records.len(), 2);
+    assert!(
+        matches!(records[0].message_cow(), Cow::Borrowed("literal")),
+        "{:?}",
+        records[0].message_cow()
+    );
+    assert!(
+        matches!(records[1].message_cow(), Cow::Owned(m) if m == "formatted 7"),
+        "{:?}",
+        records[1].message_cow()
+    );
+}
+
+#[test]
+fn key_values_arrive_typed() {
+    let broker = common::broker();
+    let (appender, captured) = Memory::new();
+    broker
+        .subscribe(Subscription::builder("mem", appender))
+        .unwrap();
+    log::info!(logger: &broker, target: "app", n = 5, u = 6u64, ok = true, s = "x"; "msg");
+    log::info!(logger: &broker, target: "app", "no kv");
+    broker.flush().unwrap();
+
+    let records = captured.records();
+    assert_eq!(records.len(), 2);
+    let record = &records[0];
+    assert_eq!(record.message(), "msg");
+    let keys: Vec<&str> = record.key_values().iter().map(|(k, _)| &**k).collect();
+    assert_eq!(keys, ["n", "u", "ok", "s"]);
+    assert!(
+        matches!(record.get("n"), Some(Value::I64(5) | Value::U64(5))),
+        "{:?}",
+        record.get("n")
+    );
+    assert_eq!(record.get("u"), Some(&Value::U64(6)));
+    assert_eq!(record.get("ok"), Some(&Value::Bool(true)));
+    assert!(
+        matches!(record.get("s"), Some(Value::Str(s)) if s == "x"),
+        "{:?}",
+        record.get("s")
+    );
+    assert_eq!(record.get("missing"), None);
+    assert!(records[1].key_values().is_empty());
+}
+
+#[test]
+fn topic_is_level_then_target_with_dots() {
+    let broker = common::broker();
+    let (appender, captured) = Memory::new();
+    broker
+        .subscribe(Subscription::builder("mem", appender))
+        .unwrap();
+    let line = line!() + 1;
+    log::warn!(logger: &broker, target: "app::db", "retrying");
+    log::error!(logger: &broker, target: "", "no target");
+    broker.flush().unwrap();
+
+    let records = captured.records();
+    assert_eq!(records.len(), 2);
+    let record = &records[0];
+    assert_eq!(record.topic().as_str(), "warn.app.db");
+    assert_eq!(record.target(), "app::db");
+    assert_eq!(record.level(), Level::Warn);
+    assert_eq!(record.file(), Some(file!()));
+    assert_eq!(record.module_path(), Some(module_path!()));
+    assert_eq!(record.line(), Some(line));
+    assert_eq!(records[1].topic().as_str(), "error");
+}
+
+#[test]
+fn seq_strictly_increases_in_publish_order() {
+    let broker = common::broker();
+    let (appender, captured) = Memory::new();
+    broker
+        .subscribe(Subscription::builder("mem", appender))
+        .unwrap();
+    let n = common::scaled(1_000, 50);
+    for i in 0..n {
+        match i % 3 {
+            0 => log::info!(logger: &broker, target: "a", "{i}"),
+            1 => log::error!(logger: &broker, target: "b::c", "{i}"),
+            _ => log::trace!(logger: &broker, target: "d", "{i}"),
+        }
+    }
+    broker.flush().unwrap();
+
+    let expected: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+    assert_eq!(common::user_messages(&captured), expected);
+    let seqs = captured.seqs();
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "seqs not strictly increasing: {seqs:?}"
+    );
+}
+
+/// Records `(thread, counter)` parsed from messages `"<thread>:<counter>"`,
+/// and the `dropped` count of each synthetic summary record. Compact, so
+/// that 800,000 records cost a few megabytes.
+#[derive(Default)]
+struct Tally {
+    seen: Vec<(u8, u32)>,
+    summarised_drops: u64,
+}
+
+struct TallyAppender(Arc<Mutex<Tally>>);
+
+impl TallyAppender {
+    fn new() -> (TallyAppender, Arc<Mutex<Tally>>) {
+        let tally = Arc::new(Mutex::new(Tally::default()));
+        (TallyAppender(Arc::clone(&tally)), tally)
+    }
+}
+
+fn tally_one(tally: &mut Tally, record: &Record) {
+    if record.target() == "logbus" {
+        match record.get("dropped") {
+            Some(Value::U64(n)) => tally.summarised_drops += n,
+            other => panic!("summary without a dropped count: {other:?}"),
+        }
+        return;
+    }
+    let (thread, counter) = record
+        .message()
+        .split_once(':')
+        .unwrap_or_else(|| panic!("unexpected message {:?}", record.message()));
+    tally
+        .seen
+        .push((thread.parse().unwrap(), counter.parse().unwrap()));
+}
+
+impl Appender for TallyAppender {
+    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
+        tally_one(&mut self.0.lock().unwrap(), record);
+        Ok(())
+    }
+
+    fn append_batch(&mut self, records: &[Arc<Record>]) -> Result<(), BatchError> {
+        let mut tally = self.0.lock().unwrap();
+        for record in records {
+            tally_one(&mut tally, record);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), AppendError> {
+        Ok(())
+    }
+}
+
+const THREADS: usize = 8;
+const TARGETS: [&str; THREADS] = [
+    "t0::w", "t1::w", "t2::w", "t3::w", "t4::w", "t5::w", "t6::w", "t7::w",
+];
+
+/// Splits `seen` per publishing thread, checking every counter is below `per_thread`.
+fn per_thread(seen: &[(u8, u32)], per_thread: u64) -> Vec<Vec<u32>> {
+    let mut split = vec![Vec::new(); THREADS];
+    for &(thread, counter) in seen {
+        assert!(
+            u64::from(counter) < per_thread,
+            "counter {counter} out of range"
+        );
+        split[usize::from(thread)].push(counter);
+    }
+    split
+}
+
+#[test]
+fn eight_publishers_each_subscriber_sees_per_thread_program_order() {
+    // 100_000 per thread in debug and release alike; only Miri is scaled down.
+    let per: u64 = common::scaled(100_000, 200);
+    assert_eq!(per % 4, 0, "every 4th record is a warning");
+    let broker = common::broker();
+
+    // `#` with a small DropOldest queue: drops happen, and must be counted.
+    let (appender, all) = TallyAppender::new();
+    broker
+        .subscribe(Subscription::builder("all", appender).capacity(1024))
+        .unwrap();
+    // Thread 0 only, with room for everything: nothing may be dropped.
+    let (appender, t0) = TallyAppender::new();
+    broker
+        .subscribe(
+            Subscription::builder("t0", appender)
+                .pattern("*.t0.#")
+                .capacity(per as usize),
+        )
+        .unwrap();
+    // Warnings of every thread, with room for all of them.
+    let (appender, warn) = TallyAppender::new();
+    broker
+        .subscribe(
+            Subscription::builder("warn", appender)
+                .pattern("warn.#")
+                .capacity((THREADS as u64 * per / 4) as usize),
+        )
+        .unwrap();
+
+    std::thread::scope(|s| {
+        for (t, target) in TARGETS.iter().enumerate() {
+            let broker = &broker;
+            s.spawn(move || {
+                for i in 0..per {
+                    let level = if i % 4 == 0 { Level::Warn } else { Level::Info };
+                    log::log!(logger: broker, target: target, level, "{t}:{i}");
+                }
+            });
+        }
+    });
+    broker.flush().unwrap();
+    let stats = broker.stats();
+
+    // all: exact matched, every record written or dropped, per-thread order.
+    let s = stats.subscriptions["all"];
+    assert_eq!(s.matched, THREADS as u64 * per);
+    assert_eq!(s.matched, s.written + s.dropped, "{s:?}");
+    assert_eq!((s.in_queue, s.lost, s.dead_lettered), (0, 0, 0), "{s:?}");
+    let tally = all.lock().unwrap();
+    assert_eq!(tally.seen.len() as u64, s.written);
+    assert_eq!(
+        tally.summarised_drops, s.dropped,
+        "summaries report every drop"
+    );
+    for (thread, counters) in per_thread(&tally.seen, per).iter().enumerate() {
+        assert!(
+            counters.windows(2).all(|w| w[0] < w[1]),
+            "thread {thread}: records out of program order"
+        );
+    }
+    drop(tally);
+
+    // t0: exactly thread 0's records, all of them, in order.
+    let s = stats.subscriptions["t0"];
+    assert_eq!(
+        (s.matched, s.written, s.dropped, s.in_queue),
+        (per, per, 0, 0),
+        "{s:?}"
+    );
+    let tally = t0.lock().unwrap();
+    let split = per_thread(&tally.seen, per);
+    assert!(
+        split[1..].iter().all(Vec::is_empty),
+        "t0 got another thread's records"
+    );
+    assert!(
+        split[0].iter().copied().eq(0..per as u32),
+        "t0 lost or reordered records"
+    );
+    assert_eq!(tally.summarised_drops, 0);
+    drop(tally);
+
+    // warn: every 4th record of each thread, in order.
+    let warnings = THREADS as u64 * per / 4;
+    let s = stats.subscriptions["warn"];
+    assert_eq!(
+        (s.matched, s.written, s.dropped, s.in_queue),
+        (warnings, warnings, 0, 0),
+        "{s:?}"
+    );
+    let tally = warn.lock().unwrap();
+    for (thread, counters) in per_thread(&tally.seen, per).iter().enumerate() {
+        assert!(
+            counters.iter().copied().eq((0..per as u32).step_by(4)),
+            "thread {thread}: warnings lost or reordered"
+        );
+    }
+    assert_eq!(tally.summarised_drops, 0);
+}
