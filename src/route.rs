@@ -11,6 +11,7 @@
 //! load (the generation), one hash lookup on two words, and no lock.
 
 use std::cell::RefCell;
+use std::collections::hash_map::Entry as MapEntry;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -196,18 +197,21 @@ impl BrokerView {
             ptr: target.as_ptr() as usize,
             len: target.len(),
         };
-        let hit = self
-            .routes
-            .get(&key)
-            .is_some_and(|route| route.topic.target() == target);
-        if !hit {
-            if self.routes.len() >= ROUTE_CACHE_CAP {
-                self.routes.clear();
-            }
-            let route = self.snapshot.route(level, target);
-            self.routes.insert(key, route);
+        if self.routes.len() >= ROUTE_CACHE_CAP && !self.routes.contains_key(&key) {
+            self.routes.clear();
         }
-        (&self.snapshot, &self.routes[&key])
+        // One hash lookup on a hit. The address may have been reused by a
+        // different dynamic target, so the text is confirmed.
+        let snapshot = &self.snapshot;
+        let route = match self.routes.entry(key) {
+            MapEntry::Occupied(hit) if hit.get().topic.target() == target => hit.into_mut(),
+            MapEntry::Occupied(mut stale) => {
+                stale.insert(snapshot.route(level, target));
+                stale.into_mut()
+            }
+            MapEntry::Vacant(miss) => miss.insert(snapshot.route(level, target)),
+        };
+        (&self.snapshot, route)
     }
 }
 

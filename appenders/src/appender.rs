@@ -16,6 +16,19 @@ use crate::record::Record;
 /// calls [`append_batch`](Appender::append_batch) with the records it drained
 /// from the queue, then [`flush`](Appender::flush) when the queue runs empty.
 ///
+/// # The contract: `Ok` means written
+///
+/// The broker counts a record as written when
+/// [`append`](Appender::append) or [`append_batch`](Appender::append_batch)
+/// returns `Ok` for it; it never learns about a record again. So an
+/// appender must have handed a record's bytes to its destination (for a
+/// file or a stream, to the OS with `write(2)`) before returning `Ok` for
+/// it. It may buffer only *within* one call, for example render a whole
+/// batch into one buffer and write it with one system call, but it must not
+/// carry records over to a later call or to [`flush`](Appender::flush):
+/// an error there (a full disk) could then not be pinned on the records it
+/// lost, which would stay counted as written.
+///
 /// # Examples
 ///
 /// ```
@@ -41,12 +54,15 @@ pub trait Appender: Send + 'static {
     ///
     /// # For implementors
     ///
+    /// Return `Ok` only once the record reached its destination (see
+    /// [the contract](Appender#the-contract-ok-means-written)): do not keep
+    /// it in a buffer for a later call or for [`flush`](Appender::flush).
     /// Return an error rather than panicking or printing: the broker retries
     /// the record under the subscription's retry policy and then hands it to
-    /// the dead-letter route. Buffering is allowed; the broker calls
-    /// [`flush`](Appender::flush) when its queue runs empty. Do not log
-    /// through the `log` crate from here: such calls are discarded (see the
-    /// re-entrancy rule in the `logbus` docs).
+    /// the dead-letter route. On error, keep nothing of the record: the
+    /// retry renders it again. Do not log through the `log` crate from here:
+    /// such calls are discarded (see the re-entrancy rule in the `logbus`
+    /// docs).
     ///
     /// # Errors
     ///
@@ -60,10 +76,21 @@ pub trait Appender: Send + 'static {
     /// The default calls [`append`](Appender::append) for each record and
     /// turns a panic in it into an [`Operation::Panic`] error for that
     /// record, so the broker knows exactly which records were written.
-    /// Override it to write a batch in one system call. On failure report how
-    /// many records of the batch were fully written before the failing one:
-    /// the broker then retries from the failing record, so a record is never
-    /// written twice by the broker's doing.
+    /// Override it to write a batch in one system call: render every record
+    /// into one buffer, remembering where each record ends, and write the
+    /// buffer out before returning (see
+    /// [the contract](Appender#the-contract-ok-means-written)).
+    ///
+    /// On failure report in [`BatchError::written`] how many records of the
+    /// batch were fully written before the failing one: when the
+    /// destination took `n` bytes and then failed, those whose end is at or
+    /// before `n`. Then discard the rest of the buffer: the broker retries
+    /// the failing record alone with [`append`](Appender::append) and hands
+    /// the records after it to a later `append_batch`, so keeping them would
+    /// write them twice. If the failure left part of a line on the
+    /// destination, write a line break before the next record, so a failed
+    /// write (or a crash) leaves at most one partial line, and every later
+    /// record starts on its own line.
     ///
     /// # Errors
     ///
@@ -84,17 +111,20 @@ pub trait Appender: Send + 'static {
         Ok(())
     }
 
-    /// Pushes buffered output to its destination.
+    /// Pushes what the destination itself buffers further (for example
+    /// `fsync`, or a network client's send buffer), or does periodic upkeep.
     ///
     /// # For implementors
     ///
     /// Called when the subscription's queue runs empty, on an explicit
-    /// flush, and before the worker exits. Make it cheap when nothing is
-    /// buffered.
+    /// flush, and before the worker exits. Make it cheap. It must not be
+    /// where records are written: the broker already counted every record
+    /// `append`/`append_batch` accepted, and can only report a flush error,
+    /// not retry or dead-letter the records it concerns.
     ///
     /// # Errors
     ///
-    /// Whatever stopped the buffered data from being written.
+    /// Whatever stopped the flush.
     fn flush(&mut self) -> Result<(), AppendError>;
 }
 

@@ -1,12 +1,13 @@
 //! `Console`: an appender writing laid-out lines to stdout and/or stderr.
 
 use std::io::{self, IsTerminal, Write};
+use std::sync::Arc;
 
-use crate::appender::{AppendError, Appender};
+use crate::appender::{AppendError, Appender, BatchError};
 use crate::escape::MultilineMode;
 use crate::layout::Layout;
 use crate::record::{Level, Record};
-use crate::write::LineSink;
+use crate::write::{render_guarded, LineSink, BUFFER_LIMIT};
 
 /// Where a [`Console`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -100,11 +101,12 @@ struct Stream {
 
 /// Writes each record as one laid-out line to stdout, stderr, or both.
 ///
-/// Lines are buffered and written whole; [`flush`](Appender::flush) (which
-/// the broker calls whenever its queue runs empty) pushes them out. With
-/// [`ConsoleTarget::Split`], pending lines of one stream are written before
-/// a line goes to the other, so the two streams interleave in record order
-/// on a terminal.
+/// The lines of a call are written whole, one write per stream for an
+/// ordinary batch, before [`append`](Appender::append) or
+/// [`append_batch`](Appender::append_batch) returns, so a record counted as
+/// written was handed to the OS. With [`ConsoleTarget::Split`], the lines
+/// rendered for one stream are written before a line goes to the other, so
+/// the two streams interleave in record order on a terminal.
 ///
 /// Control characters in messages and key-values are escaped (see
 /// [`MultilineMode`]), so a message can neither forge a line nor drive the
@@ -275,23 +277,62 @@ impl Default for ConsoleBuilder {
     }
 }
 
+impl Console {
+    fn write<'r>(
+        &mut self,
+        records: impl IntoIterator<Item = &'r Record>,
+    ) -> Result<(), BatchError> {
+        self.stdout.sink.lines.clear();
+        self.stderr.sink.lines.clear();
+        // Index of the first record whose line is buffered; the lines of
+        // at most one stream are buffered at a time.
+        let mut first = 0;
+        for (index, record) in records.into_iter().enumerate() {
+            let level = record.level();
+            let (this, other) = if self.to_stderr(level) {
+                (&mut self.stderr, &mut self.stdout)
+            } else {
+                (&mut self.stdout, &mut self.stderr)
+            };
+            // Keep the order of records across the two streams.
+            if other.sink.lines.has_records() {
+                other.sink.write_out(first)?;
+                first = index;
+            }
+            let color = this.color.then(|| level_color(level));
+            let layout = &mut self.layout;
+            let mut render_line = |record: &Record, out: &mut Vec<u8>| {
+                layout.render_styled(record, out, color);
+                out.push(b'\n');
+                Ok(())
+            };
+            let start = this.sink.lines.begin();
+            if let Err(error) = render_guarded(&mut render_line, record, this.sink.lines.buf()) {
+                this.sink.lines.abandon(start);
+                this.sink.write_out(first)?;
+                return Err(BatchError {
+                    written: index,
+                    error,
+                });
+            }
+            this.sink.lines.end();
+            if this.sink.lines.len() >= BUFFER_LIMIT {
+                this.sink.write_out(first)?;
+                first = index + 1;
+            }
+        }
+        self.stdout.sink.write_out(first)?;
+        self.stderr.sink.write_out(first)
+    }
+}
+
 impl Appender for Console {
     fn append(&mut self, record: &Record) -> Result<(), AppendError> {
-        let level = record.level();
-        let (this, other) = if self.to_stderr(level) {
-            (&mut self.stderr, &mut self.stdout)
-        } else {
-            (&mut self.stdout, &mut self.stderr)
-        };
-        // Keep the order of records across the two streams.
-        if !other.sink.buf.is_empty() {
-            other.sink.write_out()?;
-        }
-        this.sink.reserve()?;
-        let color = this.color.then(|| level_color(level));
-        self.layout.render_styled(record, &mut this.sink.buf, color);
-        this.sink.buf.push(b'\n');
-        Ok(())
+        self.write([record]).map_err(|e| e.error)
+    }
+
+    fn append_batch(&mut self, records: &[Arc<Record>]) -> Result<(), BatchError> {
+        self.write(records.iter().map(|r| &**r))
     }
 
     fn flush(&mut self) -> Result<(), AppendError> {

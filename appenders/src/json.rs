@@ -2,10 +2,11 @@
 
 use std::borrow::Cow;
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use crate::appender::{AppendError, Appender, Operation};
+use crate::appender::{AppendError, Appender, BatchError, Operation};
 use crate::file::rolling::RollingFile;
 use crate::file::{FileAppenderBuilder, FileError};
 use crate::layout::{Timestamp, Zone, DEFAULT_UTC_FORMAT};
@@ -32,6 +33,13 @@ use crate::write::LineSink;
 ///   (a non-finite float as `null`), booleans as booleans, strings as
 ///   strings, `Value::Null` as `null`. A key given twice appears twice, in
 ///   order (valid JSON; most readers keep the last).
+///
+/// The lines of a call are written to the destination (one `write(2)` for
+/// an ordinary batch) before [`append`](Appender::append) or
+/// [`append_batch`](Appender::append_batch) returns, so a record counted as
+/// written was handed to the OS, and an error such as a full disk is
+/// reported for the exact records it hit; a failed write mid-line leaves at
+/// most one partial line, terminated before the next record.
 ///
 /// The file variant shares the [`FileAppender`](crate::FileAppender)'s
 /// rolling file (rotation, retention, permissions, symlink refusal,
@@ -68,7 +76,7 @@ enum Output {
 }
 
 impl JsonAppender {
-    /// Writes to the process's stdout (buffered; whole lines).
+    /// Writes to the process's stdout (whole lines, one write per call).
     #[must_use]
     pub fn stdout() -> JsonAppender {
         JsonAppender::with_output(Output::Stream(LineSink::new(
@@ -78,6 +86,10 @@ impl JsonAppender {
     }
 
     /// Writes to any writer (a pipe, a socket, a test buffer).
+    ///
+    /// Each call's lines are handed to `writer` before it returns; a writer
+    /// that buffers itself (a `BufWriter`) defers them to
+    /// [`flush`](Appender::flush), and its errors with them.
     ///
     /// # Examples
     ///
@@ -193,28 +205,32 @@ impl Serialize for JsonValue<'_> {
     }
 }
 
-impl Appender for JsonAppender {
-    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
-        self.ts_text.clear();
-        self.ts.render(record.time(), &mut self.ts_text);
-        let ts = std::str::from_utf8(&self.ts_text).unwrap_or("");
-        let mut failure = None;
-        let mut render_into = |out: &mut Vec<u8>| {
-            if let Err(e) = render(record, ts, out) {
-                failure = Some(e);
-            }
+impl JsonAppender {
+    fn write<'r>(
+        &mut self,
+        records: impl IntoIterator<Item = &'r Record>,
+    ) -> Result<(), BatchError> {
+        let (ts, ts_text) = (&mut self.ts, &mut self.ts_text);
+        let render_line = |record: &Record, out: &mut Vec<u8>| {
+            ts_text.clear();
+            ts.render(record.time(), ts_text);
+            let ts = std::str::from_utf8(ts_text).unwrap_or("");
+            render(record, ts, out).map_err(|e| AppendError::from_source(Operation::Format, e))
         };
         match &mut self.output {
-            Output::File(file) => file.append_with(&mut render_into)?,
-            Output::Stream(sink) => {
-                sink.reserve()?;
-                render_into(&mut sink.buf);
-            }
+            Output::File(file) => file.append(records, render_line),
+            Output::Stream(sink) => sink.append(records, render_line),
         }
-        match failure {
-            None => Ok(()),
-            Some(e) => Err(AppendError::from_source(Operation::Format, e)),
-        }
+    }
+}
+
+impl Appender for JsonAppender {
+    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
+        self.write([record]).map_err(|e| e.error)
+    }
+
+    fn append_batch(&mut self, records: &[Arc<Record>]) -> Result<(), BatchError> {
+        self.write(records.iter().map(|r| &**r))
     }
 
     fn flush(&mut self) -> Result<(), AppendError> {

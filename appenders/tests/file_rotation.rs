@@ -138,3 +138,33 @@ fn directories_are_created() {
     appender.flush().unwrap();
     assert_eq!(fs::read_to_string(&path).unwrap(), "record 0\n");
 }
+
+#[test]
+fn a_batch_rotates_between_its_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.log");
+    let keep = 4;
+    let max_bytes = 200;
+    let mut appender = FileAppender::builder(&path)
+        .max_bytes(max_bytes)
+        .keep(keep)
+        .layout(msg_layout())
+        .build()
+        .unwrap();
+    // As above, in three batches: rotations happen inside each batch, and
+    // every line is in a file when `append_batch` returns.
+    let total = 90;
+    let records: Vec<_> = (0..total)
+        .map(|s| std::sync::Arc::new(numbered(s)))
+        .collect();
+    for chunk in records.chunks(40) {
+        appender.append_batch(chunk).unwrap();
+    }
+    for index in 1..=keep {
+        let size = fs::metadata(rotated(&path, index)).unwrap().len();
+        assert!(size > 0 && size <= max_bytes, ".{index} has {size} bytes");
+    }
+    assert!(!rotated(&path, keep + 1).exists());
+    let expected: Vec<String> = (0..total).map(|s| format!("record {s}")).collect();
+    assert_eq!(all_lines(&path, keep), expected);
+}

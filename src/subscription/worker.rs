@@ -363,13 +363,12 @@ impl Worker {
         }
         self.dirty = false;
         let appender = &mut self.appender;
-        let result = catch_unwind(AssertUnwindSafe(|| appender.flush())).unwrap_or_else(|_| {
-            Err(AppendError::new(
-                Operation::Panic,
-                "appender panicked in flush",
-            ))
-        });
+        let result = catch_unwind(AssertUnwindSafe(|| appender.flush()))
+            .unwrap_or_else(|payload| Err(AppendError::panicked(payload.as_ref())));
         if let Err(error) = result {
+            if error.operation() == Operation::Panic {
+                Counters::add(&self.shared.counters.panics, 1);
+            }
             crate::report::stderr(format_args!(
                 "logbus: subscription {:?} could not flush: {}",
                 self.shared.name,
@@ -407,6 +406,9 @@ impl Worker {
             .thread(crate::log_backend::thread_info())
             .build();
         if let Err(error) = self.attempt(&record) {
+            if error.operation() == Operation::Panic {
+                Counters::add(&self.shared.counters.panics, 1);
+            }
             crate::report::stderr(format_args!(
                 "logbus: subscription {:?} dropped {burst} records since {since}; the summary could not be written: {}",
                 self.shared.name,

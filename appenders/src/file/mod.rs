@@ -7,7 +7,9 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::appender::{AppendError, Appender};
+use std::sync::Arc;
+
+use crate::appender::{AppendError, Appender, BatchError};
 use crate::layout::Layout;
 use crate::record::Record;
 
@@ -24,15 +26,21 @@ use self::rolling::{Clock, Compression, FileConfig, RollingFile, Rotation, Syste
 /// - A symlink at the log path is refused (`O_NOFOLLOW`), and so is one at a
 ///   rotation target: the appender never writes through a link someone
 ///   planted.
-/// - Lines are buffered and written whole; [`flush`](Appender::flush) (the
-///   broker calls it when its queue runs empty) writes them. A crash leaves
-///   at most the last line partial.
+/// - The lines of a call are rendered into a buffer and written to the file
+///   (one `write(2)` for an ordinary batch) before
+///   [`append`](Appender::append) or
+///   [`append_batch`](Appender::append_batch) returns, so a record counted
+///   as written is in the file (in the OS's page cache: there is no
+///   `fsync`), and an error such as a full disk is reported for the exact
+///   records it hit. A crash or a failed write mid-line leaves at most one
+///   partial line, which is terminated before the next record.
 /// - Rotation renames `app.log` → `app.log.1` → `app.log.2` …, keeping
 ///   [`keep`](FileAppenderBuilder::keep) rotated files; the live file is
 ///   always at the configured path, so `tail -F` follows it. Rotation
 ///   happens between records, never inside a line.
 /// - A file moved away or deleted by another tool (logrotate) is noticed
-///   on the next flush (and at most a second later during a flood), and the
+///   before the first write after a flush (the broker flushes when its
+///   queue runs empty), and at most a second later during a flood, and the
 ///   path is reopened.
 /// - Every I/O error is returned as an [`AppendError`] naming the operation
 ///   and the path.
@@ -205,13 +213,27 @@ impl FileAppenderBuilder {
     }
 }
 
-impl Appender for FileAppender {
-    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
+impl FileAppender {
+    fn write<'r>(
+        &mut self,
+        records: impl IntoIterator<Item = &'r Record>,
+    ) -> Result<(), BatchError> {
         let layout = &mut self.layout;
-        self.file.append_with(|buf| {
+        self.file.append(records, |record, buf| {
             layout.render(record, buf);
             buf.push(b'\n');
+            Ok(())
         })
+    }
+}
+
+impl Appender for FileAppender {
+    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
+        self.write([record]).map_err(|e| e.error)
+    }
+
+    fn append_batch(&mut self, records: &[Arc<Record>]) -> Result<(), BatchError> {
+        self.write(records.iter().map(|r| &**r))
     }
 
     fn flush(&mut self) -> Result<(), AppendError> {

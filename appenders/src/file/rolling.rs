@@ -1,9 +1,10 @@
 //! The rolling file: the mechanism shared by the file and JSON appenders.
 //!
-//! It owns the open log file, a buffer of complete lines, the rotation
-//! policy and the clock. Appenders render one record at a time into
-//! [`RollingFile::append_with`]; rotation happens between records, never
-//! inside a line.
+//! It owns the open log file, the lines of the current call, the rotation
+//! policy and the clock. Appenders hand the records of one call to
+//! [`RollingFile::append`] with a function rendering one record; the lines
+//! are written to the file before it returns (see [`crate::write`]).
+//! Rotation happens between records, never inside a line.
 //!
 //! Rotation renames `app.log` to `app.log.1`, `app.log.1` to `app.log.2`, …,
 //! keeps `keep` rotated files and opens a new `app.log`, so the live file is
@@ -15,8 +16,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::appender::{AppendError, Operation};
-use crate::write::{write_pending, BUFFER_LIMIT};
+use crate::appender::{AppendError, BatchError, Operation};
+use crate::record::Record;
+use crate::write::{render_guarded, Lines, BUFFER_LIMIT};
 
 use super::{FileError, FileErrorKind};
 
@@ -133,8 +135,9 @@ pub(crate) struct FileConfig {
     pub(crate) compression: Compression,
 }
 
-/// How often, at most, the path is compared with the open file between
-/// flushes: cheap (one `stat`), and logrotate works on minutes.
+/// How often, at most, the path is compared with the open file while the
+/// queue never runs empty: cheap (one `stat`), and logrotate works on
+/// minutes.
 const PATH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// An open log file with rotation; see the module docs.
@@ -145,13 +148,16 @@ pub(crate) struct RollingFile {
     file: File,
     /// Device and inode of `file`, to notice it was moved or deleted.
     id: Option<(u64, u64)>,
-    /// Bytes in the live file (written, not buffered).
+    /// Bytes in the live file.
     size: u64,
-    /// Complete lines not yet written.
-    buf: Vec<u8>,
+    /// The lines of the current call.
+    lines: Lines,
     /// Unix second at which the next time rotation is due.
     next_rollover: Option<u64>,
     last_path_check: Instant,
+    /// A flush came since the last check: the queue ran empty, so the
+    /// next call compares the path with the open file before writing.
+    check_path_next: bool,
 }
 
 fn unix_secs(time: SystemTime) -> u64 {
@@ -254,9 +260,10 @@ impl RollingFile {
             file,
             id: file_id(&meta),
             size: meta.len(),
-            buf: Vec::with_capacity(BUFFER_LIMIT),
+            lines: Lines::with_capacity(BUFFER_LIMIT),
             next_rollover,
             last_path_check: Instant::now(),
+            check_path_next: false,
         })
     }
 
@@ -269,67 +276,104 @@ impl RollingFile {
         self.config.path.display().to_string()
     }
 
-    /// Appends one record: `render` appends its complete line(s) to the
+    /// Appends `records`, in order, writing their lines to the file before
+    /// returning; `render` appends one record's complete line(s) to the
     /// buffer it is given.
     ///
-    /// On error nothing of this record is kept, so the broker's retry
-    /// writes it exactly once.
-    pub(crate) fn append_with(
+    /// On error, the records before [`BatchError::written`] are in the file
+    /// and nothing of the others is kept, so the broker's retry writes each
+    /// exactly once.
+    pub(crate) fn append<'r>(
         &mut self,
-        render: impl FnOnce(&mut Vec<u8>),
-    ) -> Result<(), AppendError> {
-        if let Some(due) = self.next_rollover {
-            let now = unix_secs(self.clock.now());
-            if now >= due {
-                self.write_out(Operation::Write)?;
-                // An empty file is not rotated: it would push a useful
-                // file out of the retention window for nothing.
-                if self.size > 0 {
-                    self.rotate()?;
+        records: impl IntoIterator<Item = &'r Record>,
+        mut render: impl FnMut(&Record, &mut Vec<u8>) -> Result<(), AppendError>,
+    ) -> Result<(), BatchError> {
+        self.lines.clear();
+        if self.check_path_next || self.last_path_check.elapsed() >= PATH_CHECK_INTERVAL {
+            self.check_path()
+                .map_err(|error| BatchError { written: 0, error })?;
+        }
+        // Index of the first record whose line is in `lines`.
+        let mut first = 0;
+        for (index, record) in records.into_iter().enumerate() {
+            let rotate_err = |error| BatchError {
+                written: index,
+                error,
+            };
+            if let Some(due) = self.next_rollover {
+                let now = unix_secs(self.clock.now());
+                if now >= due {
+                    self.write_lines(first)?;
+                    first = index;
+                    // An empty file is not rotated: it would push a useful
+                    // file out of the retention window for nothing.
+                    if self.size > 0 {
+                        self.rotate().map_err(rotate_err)?;
+                    }
+                    self.next_rollover = self.config.rotation.next_boundary(now);
                 }
-                self.next_rollover = self.config.rotation.next_boundary(now);
+            }
+            let start = self.lines.begin();
+            if let Err(error) = render_guarded(&mut render, record, self.lines.buf()) {
+                self.lines.abandon(start);
+                self.write_lines(first)?;
+                return Err(BatchError {
+                    written: index,
+                    error,
+                });
+            }
+            if let Some(max) = self.config.max_bytes {
+                let before = self.size + start as u64;
+                let len = (self.lines.len() - start) as u64;
+                // A record larger than `max_bytes` gets a file of its own.
+                if before > 0 && before + len > max {
+                    let line = self.lines.take_from(start);
+                    self.write_lines(first)?;
+                    first = index;
+                    self.rotate().map_err(rotate_err)?;
+                    self.lines.begin();
+                    self.lines.buf().extend_from_slice(&line);
+                }
+            }
+            self.lines.end();
+            if self.lines.len() >= BUFFER_LIMIT {
+                self.write_lines(first)?;
+                first = index + 1;
             }
         }
-        if self.buf.len() >= BUFFER_LIMIT {
-            self.write_out(Operation::Write)?;
-        }
-        let start = self.buf.len();
-        render(&mut self.buf);
-        if let Some(max) = self.config.max_bytes {
-            let before = self.size + start as u64;
-            let len = (self.buf.len() - start) as u64;
-            // A record larger than `max_bytes` gets a file of its own.
-            if before > 0 && before + len > max {
-                let record = self.buf.split_off(start);
-                self.write_out(Operation::Write)?;
-                self.rotate()?;
-                self.buf = record;
-            }
-        }
+        self.write_lines(first)
+    }
+
+    /// Nothing is buffered between calls: notes that the queue ran empty,
+    /// so the next call first checks the path still names the open file
+    /// (and reopens it if logrotate moved or deleted it).
+    pub(crate) fn flush(&mut self) -> Result<(), AppendError> {
+        self.check_path_next = true;
         Ok(())
     }
 
-    /// Writes the buffered lines and checks the path still names the open
-    /// file.
-    pub(crate) fn flush(&mut self) -> Result<(), AppendError> {
-        // Check first, so pending lines land in the file now at the path.
-        self.check_path()?;
-        self.write_out(Operation::Flush)
-    }
-
-    fn write_out(&mut self, operation: Operation) -> Result<(), AppendError> {
-        if self.last_path_check.elapsed() >= PATH_CHECK_INTERVAL {
-            self.check_path()?;
+    /// Writes the lines of the call, whose first record is record `first`.
+    fn write_lines(&mut self, first: usize) -> Result<(), BatchError> {
+        match self.lines.write_to(&mut self.file) {
+            Ok(bytes) => {
+                self.size += bytes;
+                Ok(())
+            }
+            Err(failure) => {
+                self.size += failure.bytes;
+                Err(BatchError {
+                    written: first + failure.records,
+                    error: AppendError::io(Operation::Write, failure.error)
+                        .with_detail(self.detail()),
+                })
+            }
         }
-        let before = self.buf.len();
-        let result = write_pending(&mut self.file, &mut self.buf);
-        self.size += (before - self.buf.len()) as u64;
-        result.map_err(|e| AppendError::io(operation, e).with_detail(self.detail()))
     }
 
     /// Reopens the path if the open file was moved or deleted (logrotate).
     fn check_path(&mut self) -> Result<(), AppendError> {
         self.last_path_check = Instant::now();
+        self.check_path_next = false;
         let Some(id) = self.id else { return Ok(()) };
         match fs::symlink_metadata(&self.config.path) {
             Ok(meta) if file_id(&meta) == Some(id) => {
@@ -361,13 +405,14 @@ impl RollingFile {
         self.file = file;
         self.id = file_id(&meta);
         self.size = meta.len();
+        // A partial line left by a failed write stays in the old file.
+        self.lines.new_destination();
         Ok(())
     }
 
     /// Shifts the rotated files, moves the live file to `.1` and opens a
-    /// new live file. The buffer must be empty.
+    /// new live file. Called between writes, so it splits no line.
     fn rotate(&mut self) -> Result<(), AppendError> {
-        debug_assert!(self.buf.is_empty(), "rotation splits no line");
         let path = self.config.path.clone();
         let keep = self.config.keep;
         // Refuse before touching anything, so a refusal leaves no half-done
