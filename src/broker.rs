@@ -177,6 +177,17 @@ impl Broker {
         }
     }
 
+    /// [`BrokerHandle::flush`], repeated here so that it wins over
+    /// `log::Log::flush` (which `Broker` also implements) when `log::Log` is
+    /// in scope.
+    ///
+    /// # Errors
+    ///
+    /// As for [`BrokerHandle::flush`].
+    pub fn flush(&self) -> Result<(), FlushError> {
+        self.handle.flush()
+    }
+
     /// A handle that can be cloned and moved to other threads.
     #[must_use]
     pub fn handle(&self) -> BrokerHandle {
