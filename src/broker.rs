@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use log::LevelFilter;
 use serde::Serialize;
 
-use crate::appenders::Record;
+use crate::appenders::{Record, Topic};
 use crate::directive::Directives;
 use crate::error::{FlushError, ReconfigureError, SubscribeError, UnsubscribeError};
 use crate::log_backend;
@@ -27,6 +27,10 @@ pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long dropping a [`Broker`] or a [`LoggerGuard`](crate::LoggerGuard)
 /// waits by default for the queues to drain.
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Recycled records kept for reuse. A worker returns a batch (up to 512) at
+/// a time; 1,024 covers two batches in flight and stays under ~300 KB.
+const RECORD_POOL: usize = 1024;
 
 /// Gives every broker in the process a distinct id (for thread-local views).
 static NEXT_BROKER_ID: AtomicU64 = AtomicU64::new(1);
@@ -59,6 +63,14 @@ pub(crate) struct BrokerShared {
     /// `log::set_max_level` follows its configuration). Release/Acquire:
     /// set once by `install`.
     pub(crate) installed: AtomicBool,
+    /// Records whose last appender is done with them, returned by workers
+    /// for publishers to reuse: a steady stream of log calls then allocates
+    /// nothing, and no allocation crosses threads (which glibc's malloc
+    /// handles slowly). Bounded: extra records are simply freed.
+    pool: (
+        crossbeam_channel::Sender<Arc<Record>>,
+        crossbeam_channel::Receiver<Arc<Record>>,
+    ),
     /// The dead-letter subscription, set at most once; read by workers.
     dead_letters: Arc<OnceLock<Arc<SubShared>>>,
     flush_timeout: Duration,
@@ -167,6 +179,7 @@ impl Broker {
             dropped_after_shutdown: AtomicU64::new(0),
             installed: AtomicBool::new(false),
             dead_letters: Arc::new(OnceLock::new()),
+            pool: crossbeam_channel::bounded(RECORD_POOL),
             flush_timeout,
             shutdown_timeout,
         };
@@ -555,14 +568,18 @@ impl BrokerShared {
             breaker: builder.breaker,
             dead_letters,
         };
+        let channels = worker::WorkerChannels {
+            data: data_rx,
+            ctrl: ctrl_rx,
+            done: done_tx,
+            pool: self.pool.0.clone(),
+        };
         let handle = worker::spawn(
             builder.appender,
-            data_rx,
-            ctrl_rx,
+            channels,
             Arc::clone(&sub),
             Arc::clone(&self.seq),
             failures,
-            done_tx,
         )
         .map_err(SubscribeError::Spawn)?;
         *lock(&sub.worker) = Some(handle);
@@ -788,15 +805,31 @@ impl BrokerShared {
         )
     }
 
-    /// Routes and enqueues one record built by `build` (called at most once,
+    /// Takes a recycled record from the pool (or allocates one), stamps it
+    /// with `topic`, the next seq and the time, and lets `fill` write the
+    /// rest.
+    fn make_record(&self, topic: Topic, fill: impl FnOnce(&mut Record)) -> Arc<Record> {
+        // Relaxed: see `seq`.
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        let now = std::time::SystemTime::now();
+        if let Ok(mut recycled) = self.pool.1.try_recv() {
+            // Workers only return records nobody else holds, so this is
+            // unique; if it were not, we simply fall through and allocate.
+            if let Some(record) = Arc::get_mut(&mut recycled) {
+                record.recycle(topic.clone(), seq, now);
+                fill(record);
+                return recycled;
+            }
+        }
+        let mut record = Record::builder(topic).seq(seq).time(now).build();
+        fill(&mut record);
+        Arc::new(record)
+    }
+
+    /// Routes and enqueues one record made by `fill` (called at most once,
     /// and only if some subscription may want the record).
-    pub(crate) fn publish(
-        &self,
-        level: log::Level,
-        target: &str,
-        build: impl FnOnce(crate::appenders::Topic, u64) -> Record,
-    ) {
-        let mut build = Some(build);
+    pub(crate) fn publish(&self, level: log::Level, target: &str, fill: impl FnOnce(&mut Record)) {
+        let mut fill = Some(fill);
         let mut record: Option<Arc<Record>> = None;
         let done = self.with_view(|view| loop {
             let retry = {
@@ -807,10 +840,8 @@ impl BrokerShared {
                 let built: &Arc<Record> = match &mut record {
                     Some(r) => r,
                     None => {
-                        let Some(build) = build.take() else { return };
-                        // Relaxed: see `seq`.
-                        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-                        record.insert(Arc::new(build(route.topic.clone(), seq)))
+                        let Some(fill) = fill.take() else { return };
+                        record.insert(self.make_record(route.topic.clone(), fill))
                     }
                 };
                 // Predicates are user code: run them before entering any gate.

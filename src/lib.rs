@@ -8,6 +8,18 @@
 //! worker thread. A slow or stuck appender never blocks the caller and never
 //! delays another appender; every record is delivered, or counted.
 //!
+//! The quickest start, like `env_logger::init()`: one console appender on
+//! stderr filtered by `RUST_LOG` (default `info`). [`try_init`] returns an
+//! error instead of panicking when a logger is already installed, and refuses
+//! a malformed `RUST_LOG` (which [`init`] reports on stderr and skips).
+//!
+//! ```no_run
+//! let _guard = logbus::init(); // keep it: dropping it flushes and stops logging
+//! log::info!("hello");
+//! ```
+//!
+//! Configured in code, as a local broker (here with a [`Memory`] appender):
+//!
 //! ```
 //! use logbus::{LevelFilter, Memory, Subscription};
 //!

@@ -17,7 +17,7 @@ use std::fmt;
 
 use log::kv::{self, VisitSource, VisitValue};
 
-use crate::appenders::{Record, ThreadInfo, Topic, Value};
+use crate::appenders::{Record, ThreadInfo, Value};
 use crate::broker::{Broker, BrokerHandle, BrokerShared, ShutdownReport};
 use crate::subscription::Counters;
 use crate::sync::{lock, Mutex, Ordering};
@@ -120,13 +120,24 @@ fn compute_thread_info() -> ThreadInfo {
     ThreadInfo { id, name }
 }
 
-/// Builds our record from the `log` crate's.
-fn convert(record: &log::Record<'_>, topic: Topic, seq: u64) -> Record {
+/// Fills `out` (fresh or recycled, already carrying topic, seq and time)
+/// from the `log` crate's record.
+fn fill(out: &mut Record, record: &log::Record<'_>) {
     let args = record.args();
-    let message: Cow<'static, str> = match args.as_str() {
-        Some(literal) => Cow::Borrowed(literal),
-        None => Cow::Owned(fmt::format(*args)),
-    };
+    match args.as_str() {
+        Some(literal) => out.set_message_literal(literal),
+        None => {
+            // Writing into a String only fails if a Display impl does; the
+            // message then ends where it failed, as with `format!`'s callers.
+            let buffer = out.message_buffer();
+            if buffer.capacity() == 0 {
+                // A fresh record: skip the 8-16-32 growth steps most
+                // messages would otherwise take.
+                buffer.reserve(64);
+            }
+            let _ = fmt::Write::write_fmt(buffer, *args);
+        }
+    }
     let module_path = record
         .module_path_static()
         .map(Cow::Borrowed)
@@ -135,31 +146,23 @@ fn convert(record: &log::Record<'_>, topic: Topic, seq: u64) -> Record {
         .file_static()
         .map(Cow::Borrowed)
         .or_else(|| record.file().map(|f| Cow::Owned(f.to_owned())));
-    let mut builder = Record::builder(topic)
-        .seq(seq)
-        .message(message)
-        .module_path(module_path)
-        .file(file)
-        .line(record.line())
-        .thread(thread_info());
+    out.set_location(module_path, file, record.line());
+    out.set_thread(thread_info());
     let source = record.key_values();
     if source.count() > 0 {
-        let mut collect = CollectKv(Vec::with_capacity(source.count()));
-        let _ = source.visit(&mut collect);
-        builder = builder.key_values(collect.0);
+        let _ = source.visit(&mut CollectKv(out));
     }
-    builder.build()
 }
 
-struct CollectKv(Vec<(Cow<'static, str>, Value)>);
+struct CollectKv<'a>(&'a mut Record);
 
-impl<'kvs> VisitSource<'kvs> for CollectKv {
+impl<'kvs> VisitSource<'kvs> for CollectKv<'_> {
     fn visit_pair(&mut self, key: kv::Key<'kvs>, value: kv::Value<'kvs>) -> Result<(), kv::Error> {
         let mut owned = OwnedValue(Value::Null);
         if value.visit(&mut owned).is_err() {
             owned.0 = Value::Str(Cow::Owned(value.to_string()));
         }
-        self.0.push((Cow::Owned(key.as_str().to_owned()), owned.0));
+        self.0.push_kv(Cow::Owned(key.as_str().to_owned()), owned.0);
         Ok(())
     }
 }
@@ -211,9 +214,7 @@ impl BrokerShared {
             Counters::add(&self.suppressed, 1);
             return;
         };
-        self.publish(record.level(), record.target(), |topic, seq| {
-            convert(record, topic, seq)
-        });
+        self.publish(record.level(), record.target(), |out| fill(out, record));
     }
 }
 

@@ -70,6 +70,15 @@ fn is_suspect(b: u8) -> bool {
 /// Text without anything to escape is copied in one `extend_from_slice`.
 pub(crate) fn escape_into(text: &str, out: &mut Vec<u8>, mode: MultilineMode) {
     let bytes = text.as_bytes();
+    // Fast path: printable ASCII needs no escaping. The fold has no early
+    // exit, so it compiles to a vectorised scan; most messages take it.
+    let unusual = bytes.iter().fold(0u8, |acc, &b| {
+        acc | u8::from(b < 0x20) | u8::from(b >= 0x7f)
+    });
+    if unusual == 0 {
+        out.extend_from_slice(bytes);
+        return;
+    }
     let mut run_start = 0;
     let mut i = 0;
     while i < bytes.len() {

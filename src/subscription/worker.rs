@@ -69,6 +69,8 @@ pub(crate) struct Worker {
     dead_letters: DeadLetters,
     /// The last failure, quoted when the breaker skips the appender.
     last_error: Option<String>,
+    /// Where records nobody else holds go back for publishers to reuse.
+    pool: Sender<Arc<Record>>,
 }
 
 /// How a worker treats failures.
@@ -86,21 +88,33 @@ pub(crate) fn control_channel() -> (Sender<Control>, Receiver<Control>) {
     crossbeam_channel::bounded(64)
 }
 
+/// The channels a worker serves.
+#[derive(Debug)]
+pub(crate) struct WorkerChannels {
+    /// The subscription's queue.
+    pub(crate) data: Receiver<Arc<Record>>,
+    /// Flush and shutdown requests.
+    pub(crate) ctrl: Receiver<Control>,
+    /// Dropped when the worker thread ends: disconnects the `done` receiver.
+    pub(crate) done: Sender<()>,
+    /// The broker's pool of records to recycle.
+    pub(crate) pool: Sender<Arc<Record>>,
+}
+
 /// Spawns the worker thread `logbus-<name>`.
 pub(crate) fn spawn(
     appender: Box<dyn Appender>,
-    data: Receiver<Arc<Record>>,
-    ctrl_rx: Receiver<Control>,
+    channels: WorkerChannels,
     shared: Arc<SubShared>,
     seq: Arc<AtomicU64>,
     failures: FailurePolicy,
-    done_tx: Sender<()>,
 ) -> std::io::Result<WorkerHandle> {
     let name = format!("logbus-{}", shared.name);
+    let done_tx = channels.done;
     let worker = Worker {
         appender,
-        data,
-        ctrl: ctrl_rx,
+        data: channels.data,
+        ctrl: channels.ctrl,
         shared,
         seq,
         batch: Vec::with_capacity(BATCH),
@@ -110,6 +124,7 @@ pub(crate) fn spawn(
         breaker: Breaker::new(failures.breaker),
         dead_letters: failures.dead_letters,
         last_error: None,
+        pool: channels.pool,
     };
     let thread = thread::Builder::new().name(name).spawn(move || {
         // Dropped when the thread ends, however it ends: disconnects `done`.
@@ -250,9 +265,16 @@ impl Worker {
         }
         self.publish_breaker_state();
         self.dirty = true;
-        // Keep the allocation for the next batch.
+        // Give back the records only we still hold (the count cannot rise:
+        // nobody else has a reference to clone from), and keep the batch's
+        // allocation for the next batch.
         let mut batch = batch;
-        batch.clear();
+        for record in batch.drain(..) {
+            if Arc::strong_count(&record) == 1 {
+                // Full: the pool has enough; the record is freed.
+                let _ = self.pool.try_send(record);
+            }
+        }
         self.batch = batch;
     }
 

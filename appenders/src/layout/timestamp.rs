@@ -7,7 +7,7 @@
 //! second, and per record writes only the sub-second digits by hand.
 
 use std::fmt::Write as _;
-use std::time::SystemTime;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use chrono::format::{Fixed, Item, Numeric, Pad, StrftimeItems};
 use chrono::{DateTime, FixedOffset, Local, Utc};
@@ -152,10 +152,23 @@ impl Timestamp {
     }
 
     fn try_render(&mut self, time: SystemTime, out: &mut Vec<u8>) -> std::fmt::Result {
-        let utc: DateTime<Utc> = time.into();
-        let second = utc.timestamp();
+        // Seconds and nanoseconds straight from the epoch offset: building a
+        // chrono date (calendar arithmetic) is only needed once per second.
+        let (second, nanos) = match time.duration_since(UNIX_EPOCH) {
+            Ok(d) => (d.as_secs() as i64, d.subsec_nanos()),
+            Err(before) => {
+                let d = before.duration();
+                let nanos = d.subsec_nanos();
+                if nanos == 0 {
+                    (-(d.as_secs() as i64), 0)
+                } else {
+                    (-(d.as_secs() as i64) - 1, 1_000_000_000 - nanos)
+                }
+            }
+        };
         if self.cache.second != Some(second) {
             self.cache.second = None;
+            let utc: DateTime<Utc> = time.into();
             let zoned = self.with_zone(utc);
             for part in &self.parts {
                 if let Part::PerSecond(index, items) = part {
@@ -166,7 +179,6 @@ impl Timestamp {
             }
             self.cache.second = Some(second);
         }
-        let nanos = utc.timestamp_subsec_nanos() % 1_000_000_000;
         for part in &self.parts {
             match part {
                 Part::PerSecond(index, _) => {
@@ -188,7 +200,7 @@ impl Timestamp {
                     push_digits(out, nanos, 9);
                 }
                 Part::SubSecond(item) => {
-                    let zoned = self.with_zone(utc);
+                    let zoned = self.with_zone(time.into());
                     let mut text = String::new();
                     write!(text, "{}", zoned.format_with_items(std::iter::once(item)))?;
                     out.extend_from_slice(text.as_bytes());

@@ -1,0 +1,659 @@
+//! One logging workload through logbus or one of its peers, in this process.
+//!
+//! ```text
+//! logbus-peers --logger NAME --threads T --records N --out DIR
+//! ```
+//!
+//! Every thread logs `info!(target: "app::http", "request {} served in {} us", i, i % 1000)`
+//! (its share of `N` records), timing each call with `Instant`. Then the
+//! logger is flushed or shut down the way its documentation says, so that
+//! every line it will ever write is in the file. Printed, as one
+//! `RESULT key=value ...` line:
+//!
+//! - `timer_ns`: the median cost of an empty `Instant::now()`/`elapsed()`
+//!   pair, included in every per-call figure;
+//! - `p50`, `p99`, `p999`, `max`: caller latency per call, ns;
+//! - `secs`, `rate`: from the first call until the flush returned, and
+//!   records per second over that time;
+//! - `lines`, `ratio`: lines of the workload found in the files under `DIR`,
+//!   and that divided by the records logged (1.0 = nothing lost);
+//! - `rss_kb`: peak resident set (`VmHWM`), which includes the 4 bytes per
+//!   record this harness keeps for the latencies.
+//!
+//! Loggers that take a user format function get the same cached-second
+//! timestamp writer the floors use (`write_ts`), so that they are compared on
+//! their machinery and not on how fast chrono formats a date.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::hint::black_box;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const TARGET: &str = "app::http";
+
+/// Every logger this binary can run.
+const LOGGERS: &[&str] = &[
+    "floor-format",
+    "floor-bufwriter",
+    "logbus",
+    "logbus-block",
+    "tracing-lossy",
+    "tracing-blocking",
+    "slog-async",
+    "spdlog-async",
+    "ftlog",
+    "fast_log",
+    "flexi_logger-async",
+    "log4rs",
+    "fern",
+];
+
+struct Args {
+    logger: String,
+    threads: usize,
+    records: u64,
+    out: PathBuf,
+}
+
+fn parse_args() -> Args {
+    let mut args = Args {
+        logger: String::new(),
+        threads: 1,
+        records: 1_000_000,
+        out: PathBuf::from("peers-out"),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it
+            .next()
+            .unwrap_or_else(|| usage(&format!("{flag} needs a value")));
+        match flag.as_str() {
+            "--logger" => args.logger = value,
+            "--threads" => args.threads = value.parse().unwrap_or_else(|_| usage("bad --threads")),
+            "--records" => args.records = value.parse().unwrap_or_else(|_| usage("bad --records")),
+            "--out" => args.out = PathBuf::from(value),
+            _ => usage(&format!("unknown flag {flag}")),
+        }
+    }
+    if !LOGGERS.contains(&args.logger.as_str()) {
+        usage(&format!("unknown logger {:?}", args.logger));
+    }
+    if args.threads == 0 {
+        usage("--threads must be at least 1");
+    }
+    args
+}
+
+fn usage(why: &str) -> ! {
+    eprintln!(
+        "{why}\nusage: logbus-peers --logger NAME --threads T --records N --out DIR\nloggers: {}",
+        LOGGERS.join(" ")
+    );
+    std::process::exit(2);
+}
+
+// ---------------------------------------------------------------------------
+// The timestamp every custom format uses: `2026-11-29T20:25:23.941824Z`,
+// the date-and-seconds prefix cached per thread (as logbus's layout does).
+
+thread_local! {
+    static TS_CACHE: RefCell<(u64, [u8; 19])> = const { RefCell::new((u64::MAX, [0; 19])) };
+}
+
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    // Howard Hinnant's algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn write_ts_at(now: SystemTime, out: &mut Vec<u8>) {
+    let d = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let micros = d.subsec_micros();
+    TS_CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.0 != secs {
+            let (y, m, day) = civil_from_days((secs / 86_400) as i64);
+            let s = secs % 86_400;
+            let text = format!(
+                "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}",
+                s / 3600,
+                s / 60 % 60,
+                s % 60
+            );
+            c.1.copy_from_slice(text.as_bytes());
+            c.0 = secs;
+        }
+        out.extend_from_slice(&c.1);
+    });
+    let mut frac = [b'.', 0, 0, 0, 0, 0, 0, b'Z'];
+    let mut v = micros;
+    for slot in frac[1..7].iter_mut().rev() {
+        *slot = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    out.extend_from_slice(&frac);
+}
+
+fn write_ts(out: &mut Vec<u8>) {
+    write_ts_at(SystemTime::now(), out);
+}
+
+fn ts_string() -> String {
+    let mut v = Vec::with_capacity(28);
+    write_ts(&mut v);
+    String::from_utf8(v).unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------
+// The workload.
+
+/// Runs `log` for `records` values of `i` split among `threads`, timing each
+/// call. Returns the latencies (ns) and when the first thread started.
+fn drive<F: Fn(u64) + Sync>(threads: usize, records: u64, log: F) -> (Vec<u32>, Instant) {
+    let barrier = Barrier::new(threads + 1);
+    let start = Mutex::new(None::<Instant>);
+    let lat = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads as u64)
+            .map(|t| {
+                let (barrier, log) = (&barrier, &log);
+                std::thread::Builder::new()
+                    .name(format!("producer-{t}"))
+                    .spawn_scoped(s, move || {
+                        let mut lat = Vec::with_capacity((records / threads as u64 + 1) as usize);
+                        barrier.wait();
+                        let mut i = t;
+                        while i < records {
+                            let t0 = Instant::now();
+                            log(i);
+                            lat.push(t0.elapsed().as_nanos().min(u128::from(u32::MAX)) as u32);
+                            i += threads as u64;
+                        }
+                        lat
+                    })
+                    .expect("spawn producer")
+            })
+            .collect();
+        *start.lock().unwrap() = Some(Instant::now());
+        barrier.wait();
+        let mut all = Vec::with_capacity(records as usize);
+        for h in handles {
+            all.extend(h.join().expect("producer panicked"));
+        }
+        all
+    });
+    let start = start.into_inner().unwrap().expect("start");
+    (lat, start)
+}
+
+/// The median cost of an empty timed region.
+fn timer_overhead() -> u32 {
+    let mut v: Vec<u32> = (0..200_000)
+        .map(|_| {
+            let t0 = Instant::now();
+            black_box(());
+            t0.elapsed().as_nanos() as u32
+        })
+        .collect();
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+fn percentile(sorted: &[u32], q: f64) -> u32 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// Lines of the workload in every file under `dir` (recursively).
+fn count_lines(dir: &Path) -> u64 {
+    let mut n = 0;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            n += count_lines(&path);
+        } else if let Ok(f) = File::open(&path) {
+            for line in BufReader::with_capacity(1 << 20, f)
+                .split(b'\n')
+                .map_while(Result::ok)
+            {
+                if line.windows(9).any(|w| w == b"served in") {
+                    n += 1;
+                }
+            }
+        }
+    }
+    n
+}
+
+fn vm_hwm_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// Waits until no thread of this process has a name starting with `prefix`
+/// (for loggers whose shutdown does not join their worker).
+fn wait_thread_gone(prefix: &str, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        let alive = std::fs::read_dir("/proc/self/task")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|t| {
+                std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with(prefix))
+            });
+        if !alive {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// One function per logger: set up, drive, flush. Each returns the latencies,
+// the start instant, and the instant its flush completed.
+
+type Outcome = (Vec<u32>, Instant, Instant);
+
+fn floor_format(a: &Args) -> Outcome {
+    let (lat, start) = drive(a.threads, a.records, |i| {
+        black_box(std::fmt::format(format_args!(
+            "request {} served in {} us",
+            black_box(i),
+            i % 1000
+        )));
+    });
+    (lat, start, Instant::now())
+}
+
+fn floor_bufwriter(a: &Args) -> Outcome {
+    let file = File::create(a.out.join("bufwriter.log")).expect("create");
+    let w = Mutex::new(BufWriter::with_capacity(64 * 1024, file));
+    thread_local! {
+        static LINE: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(128));
+    }
+    let (lat, start) = drive(a.threads, a.records, |i| {
+        LINE.with(|line| {
+            let mut line = line.borrow_mut();
+            line.clear();
+            write_ts(&mut line);
+            let _ = writeln!(
+                line,
+                " INFO {TARGET}: request {} served in {} us",
+                i,
+                i % 1000
+            );
+            let _ = w.lock().unwrap().write_all(&line);
+        });
+    });
+    w.lock().unwrap().flush().expect("flush");
+    (lat, start, Instant::now())
+}
+
+fn logbus(a: &Args, block: bool) -> Outcome {
+    use logbus::appenders::{FileAppender, Layout};
+    use logbus::{OverflowPolicy, Subscription};
+    let file = FileAppender::builder(a.out.join("logbus.log"))
+        .layout(Layout::parse("{ts} {level} {target}: {msg}{kv}").expect("layout"))
+        .build()
+        .expect("file appender");
+    let mut sub = Subscription::builder("file", file);
+    if block {
+        sub = sub.overflow(OverflowPolicy::Block);
+    }
+    let guard = logbus::builder().appender(sub).install().expect("install");
+    let (lat, start) = drive(a.threads, a.records, |i| {
+        log::info!(target: TARGET, "request {} served in {} us", i, i % 1000);
+    });
+    let report = guard.shutdown();
+    let end = Instant::now();
+    eprintln!(
+        "logbus: written {} dropped {} left {}",
+        report.written(),
+        report
+            .subscriptions
+            .values()
+            .map(|s| s.dropped)
+            .sum::<u64>(),
+        report.left()
+    );
+    (lat, start, end)
+}
+
+struct TracingTimer;
+
+impl tracing_subscriber::fmt::time::FormatTime for TracingTimer {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        let mut v = Vec::with_capacity(28);
+        write_ts(&mut v);
+        w.write_str(std::str::from_utf8(&v).unwrap_or(""))
+    }
+}
+
+fn tracing(a: &Args, lossy: bool) -> Outcome {
+    let appender = tracing_appender::rolling::never(&a.out, "tracing.log");
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(lossy)
+        .thread_name("tracing-worker")
+        .finish(appender);
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(writer)
+        .with_timer(TracingTimer)
+        .with_target(true)
+        .finish();
+    tracing::subscriber::set_global_default(subscriber).expect("set subscriber");
+    let (lat, start) = drive(a.threads, a.records, |i| {
+        tracing::info!(target: "app::http", "request {} served in {} us", i, i % 1000);
+    });
+    drop(guard);
+    // The guard waits at most one second for the worker; wait for it to exit.
+    wait_thread_gone("tracing-worker", Duration::from_secs(60));
+    (lat, start, Instant::now())
+}
+
+/// slog's drain behind slog-async: one line per record into a `BufWriter`.
+struct SlogFile(RefCell<BufWriter<File>>);
+
+impl slog::Drain for SlogFile {
+    type Ok = ();
+    type Err = slog::Never;
+
+    fn log(
+        &self,
+        record: &slog::Record<'_>,
+        _values: &slog::OwnedKVList,
+    ) -> Result<(), slog::Never> {
+        let mut line = Vec::with_capacity(96);
+        write_ts(&mut line);
+        let _ = writeln!(
+            line,
+            " {} {TARGET}: {}",
+            record.level().as_str(),
+            record.msg()
+        );
+        let _ = self.0.borrow_mut().write_all(&line);
+        Ok(())
+    }
+}
+
+fn slog_async(a: &Args) -> Outcome {
+    use slog::Drain as _;
+    let file = File::create(a.out.join("slog.log")).expect("create");
+    let drain = SlogFile(RefCell::new(BufWriter::with_capacity(64 * 1024, file)));
+    let (drain, guard) = slog_async::Async::new(drain.fuse()).build_with_guard();
+    let logger = slog::Logger::root(drain.fuse(), slog::o!());
+    let (lat, start) = drive(a.threads, a.records, |i| {
+        slog::info!(logger, "request {} served in {} us", i, i % 1000);
+    });
+    drop(logger);
+    drop(guard); // joins the worker, which drops (flushes) the BufWriter
+    (lat, start, Instant::now())
+}
+
+fn spdlog_async(a: &Args) -> Outcome {
+    use spdlog::formatter::{pattern, PatternFormatter};
+    use spdlog::sink::{AsyncPoolSink, FileSink, Sink};
+    let file_sink = Arc::new(
+        FileSink::builder()
+            .path(a.out.join("spdlog.log"))
+            .truncate(true)
+            .formatter(Box::new(PatternFormatter::new(pattern!(
+                "{date}T{time}.{microsecond}Z {level} {logger}: {payload}{eol}"
+            ))))
+            .build()
+            .expect("file sink"),
+    );
+    // Our own pool, so that dropping it joins the worker (the default pool is
+    // a global that lives until exit).
+    let pool = Arc::new(spdlog::ThreadPool::new().expect("pool"));
+    let async_sink = Arc::new(
+        AsyncPoolSink::builder()
+            .sink(file_sink.clone())
+            .thread_pool(pool.clone())
+            .build()
+            .expect("async sink"),
+    );
+    let logger = Arc::new(
+        spdlog::Logger::builder()
+            .name(TARGET)
+            .sink(async_sink.clone())
+            .build()
+            .expect("logger"),
+    );
+    let (lat, start) = drive(a.threads, a.records, |i| {
+        spdlog::info!(logger: logger, "request {} served in {} us", i, i % 1000);
+    });
+    drop(logger);
+    drop(async_sink);
+    drop(pool); // the last reference: joins the worker after its queue
+    file_sink.flush().expect("flush");
+    (lat, start, Instant::now())
+}
+
+/// ftlog writes `{time} {delay}ms {msg}`; `msg` is ours.
+struct FtFormat;
+
+struct FtMsg(String);
+
+impl std::fmt::Display for FtMsg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl ftlog::FtLogFormat for FtFormat {
+    fn msg(&self, record: &log::Record<'_>) -> Box<dyn Send + Sync + std::fmt::Display> {
+        Box::new(FtMsg(format!(
+            "{} {}: {}",
+            record.level(),
+            record.target(),
+            record.args()
+        )))
+    }
+}
+
+fn ftlog(a: &Args) -> Outcome {
+    let time_format = time::format_description::parse_owned::<2>(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z",
+    )
+    .expect("time format");
+    let guard = ftlog::builder()
+        .format(FtFormat)
+        .time_format(time_format)
+        .utc()
+        .root(ftlog::appender::FileAppender::new(a.out.join("ftlog.log")))
+        .try_init()
+        .expect("ftlog");
+    let (lat, start) = drive(a.threads, a.records, |i| {
+        log::info!(target: TARGET, "request {} served in {} us", i, i % 1000);
+    });
+    drop(guard); // sends Flush and waits for the worker's answer
+    (lat, start, Instant::now())
+}
+
+struct FastLogFormat;
+
+impl fast_log::appender::RecordFormat for FastLogFormat {
+    fn do_format(&self, arg: &mut fast_log::appender::FastLogRecord) {
+        if let fast_log::appender::Command::CommandRecord = arg.command {
+            let mut line = Vec::with_capacity(96);
+            write_ts_at(arg.now, &mut line);
+            let _ = writeln!(line, " {} {}: {}", arg.level, arg.target, arg.args);
+            arg.formated = String::from_utf8(line).unwrap_or_default();
+        }
+    }
+}
+
+fn fast_log(a: &Args) -> Outcome {
+    let path = a.out.join("fast_log.log");
+    fast_log::init(
+        fast_log::Config::new()
+            .file(path.to_str().expect("utf-8 path"))
+            .format(FastLogFormat)
+            .level(log::LevelFilter::Info),
+    )
+    .expect("fast_log");
+    let (lat, start) = drive(a.threads, a.records, |i| {
+        log::info!(target: TARGET, "request {} served in {} us", i, i % 1000);
+    });
+    fast_log::flush().expect("flush").wait();
+    (lat, start, Instant::now())
+}
+
+fn flexi_format(
+    w: &mut dyn std::io::Write,
+    _now: &mut flexi_logger::DeferredNow,
+    record: &log::Record<'_>,
+) -> std::io::Result<()> {
+    let mut line = Vec::with_capacity(96);
+    write_ts(&mut line);
+    let _ = write!(
+        line,
+        " {} {}: {}",
+        record.level(),
+        record.target(),
+        record.args()
+    );
+    w.write_all(&line)
+}
+
+fn flexi(a: &Args) -> Outcome {
+    use flexi_logger::{FileSpec, Logger, WriteMode};
+    let handle = Logger::try_with_str("info")
+        .expect("spec")
+        .log_to_file(
+            FileSpec::default()
+                .directory(&a.out)
+                .basename("flexi")
+                .suppress_timestamp()
+                .suffix("log"),
+        )
+        .write_mode(WriteMode::Async)
+        .format(flexi_format)
+        .start()
+        .expect("flexi_logger");
+    let (lat, start) = drive(a.threads, a.records, |i| {
+        log::info!(target: TARGET, "request {} served in {} us", i, i % 1000);
+    });
+    handle.flush();
+    handle.shutdown(); // joins the async writer thread
+    (lat, start, Instant::now())
+}
+
+fn log4rs(a: &Args) -> Outcome {
+    use log4rs::append::file::FileAppender;
+    use log4rs::config::{Appender, Config, Root};
+    use log4rs::encode::pattern::PatternEncoder;
+    let file = FileAppender::builder()
+        .append(false)
+        .encoder(Box::new(PatternEncoder::new(
+            "{d(%Y-%m-%dT%H:%M:%S%.6fZ)(utc)} {l} {t}: {m}{n}",
+        )))
+        .build(a.out.join("log4rs.log"))
+        .expect("log4rs file");
+    let config = Config::builder()
+        .appender(Appender::builder().build("file", Box::new(file)))
+        .build(
+            Root::builder()
+                .appender("file")
+                .build(log::LevelFilter::Info),
+        )
+        .expect("config");
+    let _handle = log4rs::init_config(config).expect("log4rs");
+    let (lat, start) = drive(a.threads, a.records, |i| {
+        log::info!(target: TARGET, "request {} served in {} us", i, i % 1000);
+    });
+    log::logger().flush();
+    (lat, start, Instant::now())
+}
+
+fn fern(a: &Args) -> Outcome {
+    fern::Dispatch::new()
+        .format(|out, message, record| {
+            out.finish(format_args!(
+                "{} {} {}: {}",
+                ts_string(),
+                record.level(),
+                record.target(),
+                message
+            ));
+        })
+        .level(log::LevelFilter::Info)
+        .chain(fern::log_file(a.out.join("fern.log")).expect("fern file"))
+        .apply()
+        .expect("fern");
+    let (lat, start) = drive(a.threads, a.records, |i| {
+        log::info!(target: TARGET, "request {} served in {} us", i, i % 1000);
+    });
+    log::logger().flush();
+    (lat, start, Instant::now())
+}
+
+fn main() {
+    let args = parse_args();
+    std::fs::create_dir_all(&args.out).expect("create --out");
+    let timer_ns = timer_overhead();
+    let (mut lat, start, end) = match args.logger.as_str() {
+        "floor-format" => floor_format(&args),
+        "floor-bufwriter" => floor_bufwriter(&args),
+        "logbus" => logbus(&args, false),
+        "logbus-block" => logbus(&args, true),
+        "tracing-lossy" => tracing(&args, true),
+        "tracing-blocking" => tracing(&args, false),
+        "slog-async" => slog_async(&args),
+        "spdlog-async" => spdlog_async(&args),
+        "ftlog" => ftlog(&args),
+        "fast_log" => fast_log(&args),
+        "flexi_logger-async" => flexi(&args),
+        "log4rs" => log4rs(&args),
+        "fern" => fern(&args),
+        _ => unreachable!(),
+    };
+    let rss_kb = vm_hwm_kb();
+    let secs = (end - start).as_secs_f64();
+    lat.sort_unstable();
+    let lines = count_lines(&args.out);
+    let ratio = if args.logger == "floor-format" {
+        f64::NAN
+    } else {
+        lines as f64 / args.records as f64
+    };
+    println!(
+        "RESULT logger={} threads={} records={} timer_ns={} p50={} p99={} p999={} max={} secs={:.4} rate={:.0} lines={} ratio={:.4} rss_kb={}",
+        args.logger,
+        args.threads,
+        args.records,
+        timer_ns,
+        percentile(&lat, 0.50),
+        percentile(&lat, 0.99),
+        percentile(&lat, 0.999),
+        lat.last().copied().unwrap_or(0),
+        secs,
+        args.records as f64 / secs,
+        lines,
+        ratio,
+        rss_kb
+    );
+}
