@@ -8,39 +8,17 @@
 //! The last line of output is one JSON object:
 //! `{"healthy":{...},"faulty":{...},"dead_letters":{...}}`.
 
-use std::io::Write as _;
+#[path = "common/mod.rs"]
+mod common;
+
 use std::time::Duration;
 
+use common::{required, Healthy};
 use logbus::appenders::{FileAppender, JsonAppender};
 use logbus::{
     AppendError, Appender, CircuitBreaker, Operation, OverflowPolicy, Record, RetryPolicy,
     Subscription,
 };
-
-/// Formats each record into a reused buffer and discards it: a stand-in for
-/// a fast file appender.
-struct Healthy {
-    line: Vec<u8>,
-}
-
-impl Appender for Healthy {
-    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
-        self.line.clear();
-        let _ = writeln!(
-            self.line,
-            "{} {} {}",
-            record.level(),
-            record.target(),
-            record.message()
-        );
-        std::hint::black_box(&self.line);
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), AppendError> {
-        Ok(())
-    }
-}
 
 /// Fails, on every attempt, the records whose index (the number after
 /// `record ` in the message) is a multiple of `every`; accepts the others.
@@ -69,25 +47,11 @@ impl Appender for Faulty {
     }
 }
 
-fn arg<T: std::str::FromStr>(args: &[String], name: &str) -> Result<T, String>
-where
-    T::Err: std::fmt::Display,
-{
-    let i = args
-        .iter()
-        .position(|a| a == name)
-        .ok_or_else(|| format!("missing {name}"))?;
-    args.get(i + 1)
-        .ok_or_else(|| format!("{name} needs a value"))?
-        .parse()
-        .map_err(|e| format!("{name}: {e}"))
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let records: u64 = arg(&args, "--records")?;
-    let every: u64 = arg(&args, "--fail-every")?;
-    let dead_letters: String = arg(&args, "--dead-letters")?;
+    let records: u64 = required(&args, "--records")?;
+    let every: u64 = required(&args, "--fail-every")?;
+    let dead_letters: String = required(&args, "--dead-letters")?;
     if every == 0 {
         return Err("--fail-every must be at least 1".into());
     }
@@ -102,8 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // `Block` on every queue: the caller waits rather than drop, so
         // nothing is lost to overflow and the counts are exact.
         .appender(
-            Subscription::builder("healthy", Healthy { line: Vec::new() })
-                .overflow(OverflowPolicy::Block),
+            Subscription::builder("healthy", Healthy::default()).overflow(OverflowPolicy::Block),
         )
         .appender(
             Subscription::builder("faulty", Faulty { every })

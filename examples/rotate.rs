@@ -5,33 +5,23 @@
 //! cargo run --release --example rotate -- --dir DIR --records N --max-bytes B --keep K [--rate R]
 //! ```
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use common::{flag, or_default, required};
 use logbus::appenders::FileAppender;
 use logbus::{OverflowPolicy, Subscription};
 
-fn value<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(String::as_str)
-}
-
-fn number(args: &[String], name: &str, default: Option<u64>) -> Result<u64, String> {
-    match value(args, name) {
-        Some(v) => v.parse().map_err(|e| format!("{name} {v}: {e}")),
-        None => default.ok_or_else(|| format!("{name} is required")),
-    }
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let dir = PathBuf::from(value(&args, "--dir").ok_or("--dir is required")?);
-    let records = number(&args, "--records", Some(100_000))?;
-    let max_bytes = number(&args, "--max-bytes", Some(1024 * 1024))?;
-    let keep = number(&args, "--keep", Some(5))?;
-    let rate = value(&args, "--rate").map(str::parse::<u64>).transpose()?;
+    let dir: PathBuf = required(&args, "--dir")?;
+    let records: u64 = or_default(&args, "--records", 100_000)?;
+    let max_bytes: u64 = or_default(&args, "--max-bytes", 1024 * 1024)?;
+    let keep: u64 = or_default(&args, "--keep", 5)?;
+    let rate: Option<u64> = flag(&args, "--rate")?;
 
     let file = FileAppender::builder(dir.join("app.log"))
         .max_bytes(max_bytes)

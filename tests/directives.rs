@@ -4,7 +4,10 @@
 //! enabled exactly when `env_logger` enables it, and `max_level` must equal
 //! `env_logger::Logger::filter`.
 
-use log::{Level, LevelFilter, Log, Metadata};
+mod common;
+
+use common::LEVELS;
+use log::{LevelFilter, Log, Metadata};
 use logbus::{DirectiveErrorKind, Directives};
 use proptest::prelude::*;
 
@@ -18,14 +21,6 @@ const TARGETS: [&str; 9] = [
     "other",
     "",
     "app ",
-];
-
-const LEVELS: [Level; 5] = [
-    Level::Error,
-    Level::Warn,
-    Level::Info,
-    Level::Debug,
-    Level::Trace,
 ];
 
 /// Specs our strict parse accepts; each is compared on the whole grid.

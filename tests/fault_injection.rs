@@ -50,6 +50,39 @@ impl Counts {
     }
 }
 
+/// The subscription under test: `appender` named `faulty`.
+fn faulty_sub(
+    appender: impl logbus::Appender,
+    retry: RetryPolicy,
+    breaker: CircuitBreaker,
+) -> SubscriptionBuilder {
+    Subscription::builder("faulty", appender)
+        .retry(retry)
+        .circuit_breaker(breaker)
+}
+
+/// The counters of the `faulty` subscription.
+fn faulty_counts(stats: &BrokerStats) -> Counts {
+    Counts::of(&stats.subscriptions["faulty"])
+}
+
+/// `/dev/full`, open for writing: every write fails with ENOSPC.
+fn dev_full() -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap()
+}
+
+/// The drops reported by logbus' summary records that `faulty` received.
+fn reported_drops(faulty: &Observed) -> u64 {
+    faulty
+        .synthetic()
+        .iter()
+        .map(|r| u64_kv(r, "dropped"))
+        .sum()
+}
+
 /// The accounting identity of every subscription, and the totals as sums.
 #[track_caller]
 fn check_books(stats: &BrokerStats) {
@@ -142,6 +175,22 @@ impl Rig {
 
     fn expected_messages(&self) -> Vec<String> {
         (0..self.published).map(|i| format!("m{i}")).collect()
+    }
+
+    /// Publishes the next `n` records, then [`Rig::verify`].
+    #[track_caller]
+    fn publish_verified(&mut self, n: u64, faulty: &Observed) -> BrokerStats {
+        self.publish(n);
+        self.verify(faulty)
+    }
+
+    /// [`Rig::publish_verified`], then checks the state of `faulty`'s
+    /// breaker; returns its counters.
+    #[track_caller]
+    fn step(&mut self, n: u64, faulty: &Observed, breaker: BreakerState) -> Counts {
+        let stats = self.publish_verified(n, faulty);
+        assert_eq!(self.broker.stats().subscriptions["faulty"].breaker, breaker);
+        faulty_counts(&stats)
     }
 
     /// Flushes, then checks the books.
@@ -270,11 +319,10 @@ fn failing_the_first_k_attempts_retries_and_writes_every_record() {
     for k in [1u32, 2] {
         let (appender, faulty) = FaultyAppender::fail_first(k);
         let mut rig = Rig::new(Subscription::builder("faulty", appender).retry(fast()));
-        rig.publish(N);
-        let stats = rig.verify(&faulty);
+        let stats = rig.publish_verified(N, &faulty);
 
         assert_eq!(
-            Counts::of(&stats.subscriptions["faulty"]),
+            faulty_counts(&stats),
             Counts {
                 matched: N,
                 written: N,
@@ -294,16 +342,11 @@ fn failing_the_first_k_attempts_retries_and_writes_every_record() {
 fn failing_every_attempt_dead_letters_each_record_after_all_attempts() {
     const N: u64 = 40;
     let (appender, faulty) = FaultyAppender::fail_every();
-    let mut rig = Rig::new(
-        Subscription::builder("faulty", appender)
-            .retry(fast())
-            .circuit_breaker(CircuitBreaker::disabled()),
-    );
-    rig.publish(N);
-    let stats = rig.verify(&faulty);
+    let mut rig = Rig::new(faulty_sub(appender, fast(), CircuitBreaker::disabled()));
+    let stats = rig.publish_verified(N, &faulty);
 
     assert_eq!(
-        Counts::of(&stats.subscriptions["faulty"]),
+        faulty_counts(&stats),
         Counts {
             matched: N,
             dead_lettered: N,
@@ -376,16 +419,11 @@ fn random_failures_with_a_fixed_seed_match_a_model() {
     );
 
     let (appender, faulty) = FaultyAppender::fail_random(SEED, PERCENT);
-    let mut rig = Rig::new(
-        Subscription::builder("faulty", appender)
-            .retry(fast())
-            .circuit_breaker(CircuitBreaker::disabled()),
-    );
-    rig.publish(N);
-    let stats = rig.verify(&faulty);
+    let mut rig = Rig::new(faulty_sub(appender, fast(), CircuitBreaker::disabled()));
+    let stats = rig.publish_verified(N, &faulty);
 
     assert_eq!(
-        Counts::of(&stats.subscriptions["faulty"]),
+        faulty_counts(&stats),
         Counts {
             matched: N,
             written: written.len() as u64,
@@ -414,18 +452,13 @@ fn panics_are_caught_counted_dead_lettered_and_the_worker_lives_on() {
         Some(i) if i % 5 == 3 => a.attempt == 1,
         _ => false,
     });
-    let mut rig = Rig::new(
-        Subscription::builder("faulty", appender)
-            .retry(fast())
-            .circuit_breaker(CircuitBreaker::disabled()),
-    );
-    rig.publish(N);
-    let stats = rig.verify(&faulty);
+    let mut rig = Rig::new(faulty_sub(appender, fast(), CircuitBreaker::disabled()));
+    let stats = rig.publish_verified(N, &faulty);
 
     let always = N / 5; // 8
     let once = N / 5; // 8
     assert_eq!(
-        Counts::of(&stats.subscriptions["faulty"]),
+        faulty_counts(&stats),
         Counts {
             matched: N,
             written: N - always,
@@ -457,8 +490,7 @@ fn panics_are_caught_counted_dead_lettered_and_the_worker_lives_on() {
     assert_eq!(faulty.written_messages().last().unwrap(), "m39");
 
     // And it goes on after the flush too.
-    rig.publish(1);
-    let stats = rig.verify(&faulty);
+    let stats = rig.publish_verified(1, &faulty);
     assert_eq!(stats.subscriptions["faulty"].written, N - always + 1);
 }
 
@@ -488,7 +520,7 @@ fn a_blocked_appender_never_blocks_the_caller_under_drop_policies() {
         let stats = rig.broker.stats();
         check_books(&stats);
         assert_eq!(
-            Counts::of(&stats.subscriptions["faulty"]),
+            faulty_counts(&stats),
             Counts {
                 matched: N,
                 dropped: N - 1 - CAPACITY,
@@ -501,7 +533,7 @@ fn a_blocked_appender_never_blocks_the_caller_under_drop_policies() {
         gate.release.send(()).unwrap();
         let stats = rig.verify(&faulty);
         assert_eq!(
-            Counts::of(&stats.subscriptions["faulty"]),
+            faulty_counts(&stats),
             Counts {
                 matched: N,
                 written: 1 + CAPACITY,
@@ -519,12 +551,7 @@ fn a_blocked_appender_never_blocks_the_caller_under_drop_policies() {
         assert_eq!(faulty.written_messages(), expected, "{policy:?}");
         assert!(rig.letters().is_empty());
         // One summary per burst, adding up to the drops.
-        let reported: u64 = faulty
-            .synthetic()
-            .iter()
-            .map(|r| u64_kv(r, "dropped"))
-            .sum();
-        assert_eq!(reported, N - 1 - CAPACITY, "{policy:?}");
+        assert_eq!(reported_drops(&faulty), N - 1 - CAPACITY, "{policy:?}");
     }
 }
 
@@ -539,8 +566,7 @@ fn a_slow_appender_loses_nothing_under_block_and_counts_every_drop_under_drop_ne
                 .capacity(4)
                 .overflow(policy),
         );
-        rig.publish(N);
-        let stats = rig.verify(&faulty);
+        let stats = rig.publish_verified(N, &faulty);
         let fs = stats.subscriptions["faulty"];
         assert_eq!((fs.dead_lettered, fs.lost, fs.retried), (0, 0, 0), "{fs:?}");
         let got = faulty.written_messages();
@@ -552,12 +578,7 @@ fn a_slow_appender_loses_nothing_under_block_and_counts_every_drop_under_drop_ne
             // counted once does not. The first four always fit the queue.
             assert_eq!(fs.written + fs.dropped, N, "{fs:?}");
             assert_eq!(got[..4], messages(0..4));
-            let reported: u64 = faulty
-                .synthetic()
-                .iter()
-                .map(|r| u64_kv(r, "dropped"))
-                .sum();
-            assert_eq!(reported, fs.dropped);
+            assert_eq!(reported_drops(&faulty), fs.dropped);
         }
         assert_eq!(faulty.call_count(), fs.written);
     }
@@ -568,11 +589,8 @@ fn a_failing_dead_letter_appender_loses_records_without_looping() {
     const N: u64 = 20;
     for dead_panics in [false, true] {
         let (appender, faulty) = FaultyAppender::fail_every();
-        let mut rig = Rig::without_dead_letters(
-            Subscription::builder("faulty", appender)
-                .retry(fast())
-                .circuit_breaker(CircuitBreaker::disabled()),
-        );
+        let mut rig =
+            Rig::without_dead_letters(faulty_sub(appender, fast(), CircuitBreaker::disabled()));
         let (dead, dead_seen) = if dead_panics {
             FaultyAppender::panic_when(|_| true)
         } else {
@@ -585,11 +603,10 @@ fn a_failing_dead_letter_appender_loses_records_without_looping() {
                     .circuit_breaker(CircuitBreaker::disabled()),
             )
             .unwrap();
-        rig.publish(N);
-        let stats = rig.verify(&faulty);
+        let stats = rig.publish_verified(N, &faulty);
 
         assert_eq!(
-            Counts::of(&stats.subscriptions["faulty"]),
+            faulty_counts(&stats),
             Counts {
                 matched: N,
                 dead_lettered: N,
@@ -632,15 +649,11 @@ fn a_failing_dead_letter_appender_loses_records_without_looping() {
 fn without_a_dead_letter_route_failed_records_are_lost() {
     const N: u64 = 10;
     let (appender, faulty) = FaultyAppender::fail_every();
-    let mut rig = Rig::without_dead_letters(
-        Subscription::builder("faulty", appender)
-            .retry(fast())
-            .circuit_breaker(CircuitBreaker::disabled()),
-    );
-    rig.publish(N);
-    let stats = rig.verify(&faulty);
+    let mut rig =
+        Rig::without_dead_letters(faulty_sub(appender, fast(), CircuitBreaker::disabled()));
+    let stats = rig.publish_verified(N, &faulty);
     assert_eq!(
-        Counts::of(&stats.subscriptions["faulty"]),
+        faulty_counts(&stats),
         Counts {
             matched: N,
             lost: N,
@@ -668,27 +681,19 @@ fn switchable() -> (FaultyAppender, Observed, Arc<AtomicU8>) {
 #[test]
 fn a_breaker_with_zero_cooldown_probes_each_record_and_closes_on_success() {
     let (appender, faulty, mode) = switchable();
-    let mut rig = Rig::new(
-        Subscription::builder("faulty", appender)
-            .retry(fast().max_attempts(5))
-            .circuit_breaker(CircuitBreaker::new(3, Duration::ZERO)),
-    );
-    let breaker = |rig: &Rig| rig.broker.stats().subscriptions["faulty"].breaker;
-    let faulty_counts = |stats: &BrokerStats| Counts::of(&stats.subscriptions["faulty"]);
+    let mut rig = Rig::new(faulty_sub(
+        appender,
+        fast().max_attempts(5),
+        CircuitBreaker::new(3, Duration::ZERO),
+    ));
 
-    rig.publish(2);
-    let stats = rig.verify(&faulty);
-    assert_eq!(breaker(&rig), BreakerState::Closed);
-    assert_eq!(faulty_counts(&stats).written, 2);
+    assert_eq!(rig.step(2, &faulty, BreakerState::Closed).written, 2);
 
     // Failures start: the third consecutive failed attempt trips it (5
     // attempts allowed, 3 made); with no cool-down the next record probes.
     mode.store(1, Ordering::SeqCst);
-    rig.publish(1);
-    let stats = rig.verify(&faulty);
-    assert_eq!(breaker(&rig), BreakerState::HalfOpen);
     assert_eq!(
-        faulty_counts(&stats),
+        rig.step(1, &faulty, BreakerState::HalfOpen),
         Counts {
             matched: 3,
             written: 2,
@@ -699,11 +704,8 @@ fn a_breaker_with_zero_cooldown_probes_each_record_and_closes_on_success() {
     );
 
     // Each probe is one attempt, no retries.
-    rig.publish(4);
-    let stats = rig.verify(&faulty);
-    assert_eq!(breaker(&rig), BreakerState::HalfOpen);
     assert_eq!(
-        faulty_counts(&stats),
+        rig.step(4, &faulty, BreakerState::HalfOpen),
         Counts {
             matched: 7,
             written: 2,
@@ -717,18 +719,12 @@ fn a_breaker_with_zero_cooldown_probes_each_record_and_closes_on_success() {
 
     // Failures stop: the first probe succeeds and closes it.
     mode.store(0, Ordering::SeqCst);
-    rig.publish(3);
-    let stats = rig.verify(&faulty);
-    assert_eq!(breaker(&rig), BreakerState::Closed);
-    assert_eq!(faulty_counts(&stats).written, 5);
+    assert_eq!(rig.step(3, &faulty, BreakerState::Closed).written, 5);
 
     // Fewer consecutive failures than the threshold never trip it.
     mode.store(2, Ordering::SeqCst);
-    rig.publish(4);
-    let stats = rig.verify(&faulty);
-    assert_eq!(breaker(&rig), BreakerState::Closed);
     assert_eq!(
-        faulty_counts(&stats),
+        rig.step(4, &faulty, BreakerState::Closed),
         Counts {
             matched: 14,
             written: 9,
@@ -743,21 +739,19 @@ fn a_breaker_with_zero_cooldown_probes_each_record_and_closes_on_success() {
 #[test]
 fn a_breaker_with_a_long_cooldown_sends_everything_straight_to_dead_letters() {
     let (appender, faulty) = FaultyAppender::fail_every();
-    let mut rig = Rig::new(
-        Subscription::builder("faulty", appender)
-            .retry(fast().max_attempts(5))
-            .circuit_breaker(CircuitBreaker::new(3, Duration::from_secs(3600))),
-    );
-    rig.publish(1);
-    let stats = rig.verify(&faulty);
+    let mut rig = Rig::new(faulty_sub(
+        appender,
+        fast().max_attempts(5),
+        CircuitBreaker::new(3, Duration::from_secs(3600)),
+    ));
+    let stats = rig.publish_verified(1, &faulty);
     assert_eq!(stats.subscriptions["faulty"].breaker, BreakerState::Open);
     assert_eq!(faulty.call_count(), 3);
 
-    rig.publish(20);
-    let stats = rig.verify(&faulty);
+    let stats = rig.publish_verified(20, &faulty);
     assert_eq!(stats.subscriptions["faulty"].breaker, BreakerState::Open);
     assert_eq!(
-        Counts::of(&stats.subscriptions["faulty"]),
+        faulty_counts(&stats),
         Counts {
             matched: 21,
             dead_lettered: 21,
@@ -782,20 +776,15 @@ fn a_breaker_with_a_long_cooldown_sends_everything_straight_to_dead_letters() {
 fn enospc_on_dev_full_trips_the_breaker_then_recovers_to_a_file_without_a_restart() {
     const FULL: u64 = 200;
     const OK: u64 = 100;
-    let dev_full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .unwrap();
     let (appender, faulty) = FaultyAppender::healthy();
-    let (appender, switch) = appender.writing_to(dev_full);
-    let mut rig = Rig::new(
-        Subscription::builder("faulty", appender)
-            .retry(fast())
-            .circuit_breaker(CircuitBreaker::new(3, Duration::ZERO)),
-    );
+    let (appender, switch) = appender.writing_to(dev_full());
+    let mut rig = Rig::new(faulty_sub(
+        appender,
+        fast(),
+        CircuitBreaker::new(3, Duration::ZERO),
+    ));
 
-    rig.publish(FULL);
-    let stats = rig.verify(&faulty);
+    let stats = rig.publish_verified(FULL, &faulty);
     let fs = stats.subscriptions["faulty"];
     assert_eq!(
         Counts::of(&fs),
@@ -826,10 +815,9 @@ fn enospc_on_dev_full_trips_the_breaker_then_recovers_to_a_file_without_a_restar
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("recovered.log");
     switch.send(std::fs::File::create(&path).unwrap()).unwrap();
-    rig.publish(OK);
-    let stats = rig.verify(&faulty);
+    let stats = rig.publish_verified(OK, &faulty);
     assert_eq!(
-        Counts::of(&stats.subscriptions["faulty"]),
+        faulty_counts(&stats),
         Counts {
             matched: FULL + OK,
             written: OK,
@@ -856,16 +844,8 @@ fn enospc_on_dev_full_trips_the_breaker_then_recovers_to_a_file_without_a_restar
 #[test]
 fn a_buffering_appender_on_a_full_disk_does_not_count_lost_records_as_written() {
     const N: u64 = 10;
-    let dev_full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .unwrap();
-    let json = logbus::appenders::JsonAppender::writer(dev_full);
-    let mut rig = Rig::new(
-        Subscription::builder("faulty", json)
-            .retry(fast())
-            .circuit_breaker(CircuitBreaker::disabled()),
-    );
+    let json = logbus::appenders::JsonAppender::writer(dev_full());
+    let mut rig = Rig::new(faulty_sub(json, fast(), CircuitBreaker::disabled()));
     rig.publish(N);
     let stats = rig.flushed();
     let report = rig.broker.shutdown();

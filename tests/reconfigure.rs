@@ -3,12 +3,15 @@
 //! appender it matched; `max_level` follows every change; refused changes change nothing;
 //! global directives and predicate swaps apply to every record.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
+use common::LEVELS;
 use log::{Level, LevelFilter, Metadata};
 use logbus::{
     Broker, Directives, Memory, MemoryHandle, OverflowPolicy, ReconfigureError, Record,
@@ -16,14 +19,6 @@ use logbus::{
 };
 
 const THREADS: u64 = 4;
-
-const LEVELS: [Level; 5] = [
-    Level::Error,
-    Level::Warn,
-    Level::Info,
-    Level::Debug,
-    Level::Trace,
-];
 
 const TARGETS: [&str; 6] = [
     "app",

@@ -1,33 +1,12 @@
 //! Console appender: one record is one line, control characters escaped,
 //! colours only when asked, split routing by level.
 
-use std::io::{self, Write};
-use std::sync::{Arc, Mutex};
+mod common;
 
+use common::Capture;
 use logbus_appenders::{
     Appender, ColorMode, Console, ConsoleTarget, Layout, Level, MultilineMode, Record, Topic,
 };
-
-/// A writer the test can read back.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Capture {
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-    }
-}
-
-impl Write for Capture {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(data);
-        Ok(data.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
 
 fn console(pattern: &str, target: ConsoleTarget, color: ColorMode) -> (Console, Capture, Capture) {
     let (out, err) = (Capture::default(), Capture::default());

@@ -5,21 +5,30 @@ mod common;
 
 use std::fs;
 
-use common::{all_lines, msg_layout, numbered, rotated};
-use logbus_appenders::{Appender, FileAppender};
+use common::{
+    all_lines, append_numbered, msg_file, numbered, record_lines, rotated, rotating_msg_file,
+    temp_log,
+};
+use logbus_appenders::Appender;
+
+/// Exactly `keep` rotated files, none empty or over `max_bytes`, and the
+/// records `0..total` once, in order, across them and the live file.
+#[track_caller]
+fn assert_rotated_without_loss(path: &std::path::Path, keep: usize, max_bytes: u64, total: u64) {
+    for index in 1..=keep {
+        let size = fs::metadata(rotated(path, index)).unwrap().len();
+        assert!(size > 0 && size <= max_bytes, ".{index} has {size} bytes");
+    }
+    assert!(!rotated(path, keep + 1).exists());
+    assert_eq!(all_lines(path, keep), record_lines(0..total));
+}
 
 #[test]
 fn size_rotation_keeps_k_files_and_every_line_once_in_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("app.log");
+    let (_dir, path) = temp_log();
     let keep = 4;
     let max_bytes = 200;
-    let mut appender = FileAppender::builder(&path)
-        .max_bytes(max_bytes)
-        .keep(keep)
-        .layout(msg_layout())
-        .build()
-        .unwrap();
+    let mut appender = rotating_msg_file(&path, max_bytes, keep);
     // "record N\n" is 9 or 10 bytes: 20 lines fill a rotated file, so 90
     // records make 4 rotated files and a live one, and nothing is deleted.
     let total = 90;
@@ -30,30 +39,16 @@ fn size_rotation_keeps_k_files_and_every_line_once_in_order() {
         }
     }
     appender.flush().unwrap();
-    for index in 1..=keep {
-        let size = fs::metadata(rotated(&path, index)).unwrap().len();
-        assert!(size > 0 && size <= max_bytes, ".{index} has {size} bytes");
-    }
-    assert!(!rotated(&path, keep + 1).exists());
-    let expected: Vec<String> = (0..total).map(|s| format!("record {s}")).collect();
-    assert_eq!(all_lines(&path, keep), expected);
+    assert_rotated_without_loss(&path, keep, max_bytes, total);
 }
 
 #[test]
 fn old_files_beyond_keep_are_deleted_and_the_rest_is_a_suffix_in_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("app.log");
+    let (dir, path) = temp_log();
     let keep = 3;
-    let mut appender = FileAppender::builder(&path)
-        .max_bytes(100)
-        .keep(keep)
-        .layout(msg_layout())
-        .build()
-        .unwrap();
+    let mut appender = rotating_msg_file(&path, 100, keep);
     let total = 1000;
-    for seq in 0..total {
-        appender.append(&numbered(seq)).unwrap();
-    }
+    append_numbered(&mut appender, 0..total);
     appender.flush().unwrap();
     let names: Vec<String> = fs::read_dir(dir.path())
         .unwrap()
@@ -65,8 +60,7 @@ fn old_files_beyond_keep_are_deleted_and_the_rest_is_a_suffix_in_order() {
     }
     let lines = all_lines(&path, keep);
     let first = total - lines.len() as u64;
-    let expected: Vec<String> = (first..total).map(|s| format!("record {s}")).collect();
-    assert_eq!(lines, expected);
+    assert_eq!(lines, record_lines(first..total));
     // Each rotated file was full: adding the next line would pass 100 bytes.
     for index in 1..=keep {
         let size = fs::metadata(rotated(&path, index)).unwrap().len();
@@ -76,13 +70,9 @@ fn old_files_beyond_keep_are_deleted_and_the_rest_is_a_suffix_in_order() {
 
 #[test]
 fn an_existing_file_is_appended_to_never_truncated() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("app.log");
+    let (_dir, path) = temp_log();
     fs::write(&path, "old line\n").unwrap();
-    let mut appender = FileAppender::builder(&path)
-        .layout(msg_layout())
-        .build()
-        .unwrap();
+    let mut appender = msg_file(&path);
     appender.append(&numbered(1)).unwrap();
     appender.flush().unwrap();
     assert_eq!(fs::read_to_string(&path).unwrap(), "old line\nrecord 1\n");
@@ -90,17 +80,9 @@ fn an_existing_file_is_appended_to_never_truncated() {
 
 #[test]
 fn a_record_larger_than_max_bytes_gets_a_file_of_its_own() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("app.log");
-    let mut appender = FileAppender::builder(&path)
-        .max_bytes(5)
-        .keep(5)
-        .layout(msg_layout())
-        .build()
-        .unwrap();
-    for seq in 0..3 {
-        appender.append(&numbered(seq)).unwrap();
-    }
+    let (_dir, path) = temp_log();
+    let mut appender = rotating_msg_file(&path, 5, 5);
+    append_numbered(&mut appender, 0..3);
     appender.flush().unwrap();
     assert_eq!(fs::read_to_string(rotated(&path, 2)).unwrap(), "record 0\n");
     assert_eq!(fs::read_to_string(rotated(&path, 1)).unwrap(), "record 1\n");
@@ -109,17 +91,9 @@ fn a_record_larger_than_max_bytes_gets_a_file_of_its_own() {
 
 #[test]
 fn keep_zero_deletes_instead_of_rotating() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("app.log");
-    let mut appender = FileAppender::builder(&path)
-        .max_bytes(20)
-        .keep(0)
-        .layout(msg_layout())
-        .build()
-        .unwrap();
-    for seq in 0..5 {
-        appender.append(&numbered(seq)).unwrap();
-    }
+    let (dir, path) = temp_log();
+    let mut appender = rotating_msg_file(&path, 20, 0);
+    append_numbered(&mut appender, 0..5);
     appender.flush().unwrap();
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     assert_eq!(fs::read_to_string(&path).unwrap(), "record 4\n");
@@ -129,10 +103,7 @@ fn keep_zero_deletes_instead_of_rotating() {
 fn directories_are_created() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a/b/c/app.log");
-    let mut appender = FileAppender::builder(&path)
-        .layout(msg_layout())
-        .build()
-        .unwrap();
+    let mut appender = msg_file(&path);
     assert_eq!(appender.path(), path);
     appender.append(&numbered(0)).unwrap();
     appender.flush().unwrap();
@@ -141,16 +112,10 @@ fn directories_are_created() {
 
 #[test]
 fn a_batch_rotates_between_its_records() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("app.log");
+    let (_dir, path) = temp_log();
     let keep = 4;
     let max_bytes = 200;
-    let mut appender = FileAppender::builder(&path)
-        .max_bytes(max_bytes)
-        .keep(keep)
-        .layout(msg_layout())
-        .build()
-        .unwrap();
+    let mut appender = rotating_msg_file(&path, max_bytes, keep);
     // As above, in three batches: rotations happen inside each batch, and
     // every line is in a file when `append_batch` returns.
     let total = 90;
@@ -160,11 +125,5 @@ fn a_batch_rotates_between_its_records() {
     for chunk in records.chunks(40) {
         appender.append_batch(chunk).unwrap();
     }
-    for index in 1..=keep {
-        let size = fs::metadata(rotated(&path, index)).unwrap().len();
-        assert!(size > 0 && size <= max_bytes, ".{index} has {size} bytes");
-    }
-    assert!(!rotated(&path, keep + 1).exists());
-    let expected: Vec<String> = (0..total).map(|s| format!("record {s}")).collect();
-    assert_eq!(all_lines(&path, keep), expected);
+    assert_rotated_without_loss(&path, keep, max_bytes, total);
 }

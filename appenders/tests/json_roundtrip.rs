@@ -1,26 +1,13 @@
 //! JSON output: whatever a message or value holds, every record is one line
 //! that parses back to the same values.
 
-use std::borrow::Cow;
-use std::io::{self, Write};
-use std::sync::{Arc, Mutex};
+mod common;
 
+use std::borrow::Cow;
+
+use common::Capture;
 use logbus_appenders::{Appender, FileAppender, JsonAppender, Level, Record, Topic, Value};
 use proptest::prelude::*;
-
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(data);
-        Ok(data.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
 
 /// Text rich in what breaks naive encoders.
 fn nasty_text() -> impl Strategy<Value = String> {
@@ -89,7 +76,7 @@ proptest! {
             json.append(&record).unwrap();
         }
         json.flush().unwrap();
-        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let text = out.text();
         let lines: Vec<&str> = text.split_terminator('\n').collect();
         prop_assert_eq!(lines.len(), records.len());
         for (seq, (line, (message, kv))) in lines.iter().zip(&records).enumerate() {
@@ -127,7 +114,7 @@ fn the_timestamp_is_rfc3339_utc_with_microseconds() {
     )
     .unwrap();
     json.flush().unwrap();
-    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let text = out.text();
     let parsed: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
     assert_eq!(parsed["ts"], "2026-11-29T20:25:23.941824Z");
 }
@@ -145,7 +132,7 @@ fn dead_letter_metadata_lands_inside_kv() {
         ]);
     json.append(&record).unwrap();
     json.flush().unwrap();
-    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let text = out.text();
     let parsed: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
     assert_eq!(parsed["kv"]["dead_letter.appender"], "file");
     assert_eq!(parsed["kv"]["dead_letter.attempts"], 3);

@@ -8,6 +8,15 @@ use std::sync::Arc;
 use crossbeam_channel::{Receiver, Sender};
 use logbus::{AppendError, Appender, Broker, LevelFilter, Memory, MemoryHandle, Record};
 
+/// Every level, most severe first.
+pub const LEVELS: [log::Level; 5] = [
+    log::Level::Error,
+    log::Level::Warn,
+    log::Level::Info,
+    log::Level::Debug,
+    log::Level::Trace,
+];
+
 /// `log` macros with `logger:` still check the global max level.
 pub fn enable_all_levels() {
     log::set_max_level(LevelFilter::Trace);

@@ -3,12 +3,17 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::fs;
+use std::io::{self, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use logbus_appenders::{Clock, Layout, Level, Record, Topic};
+use logbus_appenders::{
+    Appender, Clock, FileAppender, FileAppenderBuilder, Layout, Level, Record, Topic,
+};
+use tempfile::TempDir;
 
 /// The record with sequence number `seq` and message `record <seq>`.
 pub fn numbered(seq: u64) -> Record {
@@ -21,6 +26,75 @@ pub fn numbered(seq: u64) -> Record {
 /// A layout that makes each line exactly the record's message.
 pub fn msg_layout() -> Layout {
     Layout::parse("{msg}").unwrap()
+}
+
+/// The lines `record <seq>` for each seq of `seqs`, as [`msg_layout`] writes
+/// [`numbered`] records.
+pub fn record_lines(seqs: Range<u64>) -> Vec<String> {
+    seqs.map(|seq| format!("record {seq}")).collect()
+}
+
+/// A fresh temporary directory and `app.log` inside it (the directory is
+/// deleted when the returned guard drops).
+pub fn temp_log() -> (TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.log");
+    (dir, path)
+}
+
+/// A file appender builder at `path` with [`msg_layout`].
+pub fn msg_builder(path: &Path) -> FileAppenderBuilder {
+    FileAppender::builder(path).layout(msg_layout())
+}
+
+/// A file appender at `path` with [`msg_layout`], no rotation.
+pub fn msg_file(path: &Path) -> FileAppender {
+    msg_builder(path).build().unwrap()
+}
+
+/// A file appender at `path` with [`msg_layout`], rotating at `max_bytes`
+/// and keeping `keep` rotated files.
+pub fn rotating_msg_file(path: &Path, max_bytes: u64, keep: usize) -> FileAppender {
+    msg_builder(path)
+        .max_bytes(max_bytes)
+        .keep(keep)
+        .build()
+        .unwrap()
+}
+
+/// Appends [`numbered`] records for each seq of `seqs`.
+pub fn append_numbered(appender: &mut impl Appender, seqs: Range<u64>) {
+    for seq in seqs {
+        appender.append(&numbered(seq)).unwrap();
+    }
+}
+
+/// Appends the [`numbered`] record `seq`, then flushes.
+pub fn append_flushed(appender: &mut impl Appender, seq: u64) {
+    appender.append(&numbered(seq)).unwrap();
+    appender.flush().unwrap();
+}
+
+/// A writer the test can read back.
+#[derive(Debug, Clone, Default)]
+pub struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl Capture {
+    /// Everything written so far, as UTF-8.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+impl Write for Capture {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `app.log.<index>`.
