@@ -16,3 +16,18 @@ pub(crate) use std::thread;
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
+
+/// Keeps a value on its own cache line (64 bytes on x86-64 and most ARM
+/// cores), so that writes to neighbouring data by another thread do not
+/// bounce the line this value lives on (false sharing).
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub(crate) struct CacheLine<T>(pub(crate) T);
+
+impl<T> std::ops::Deref for CacheLine<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}

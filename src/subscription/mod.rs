@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::appenders::{Appender, Record};
 use crate::directive::Directives;
 use crate::retry::{BreakerState, CircuitBreaker, RetryPolicy};
-use crate::sync::{Arc, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering};
+use crate::sync::{Arc, AtomicU64, AtomicU8, AtomicUsize, CacheLine, Mutex, Ordering};
 use crate::topic::{TopicParseError, TopicPattern};
 
 pub(crate) use queue::Queue;
@@ -382,7 +382,9 @@ pub(crate) struct SubShared {
     /// it) or the publisher's generation load follows the bump (it sees the
     /// new generation and re-routes). So no publisher enqueues with a stale
     /// routing decision after the waiter moved on.
-    pub(crate) gate: AtomicUsize,
+    /// On its own cache line: publishers write it twice per record, while
+    /// the worker writes the counters beside it once per batch.
+    pub(crate) gate: CacheLine<AtomicUsize>,
     /// The worker's join handle, taken by whoever stops the worker.
     pub(crate) worker: Mutex<Option<worker::WorkerHandle>>,
     /// Disconnects when the worker thread has finished, whoever joins it:
