@@ -77,6 +77,29 @@ pub(crate) struct BrokerShared {
     shutdown_timeout: Duration,
 }
 
+/// The config mutex's guard, plus the snapshots it retired. Fields drop in
+/// order: the lock is released before the retired snapshots are dropped, so
+/// user code they own (predicates and what those capture) never runs under
+/// the lock, where a `Drop` that logs could deadlock.
+struct ConfigLock<'a> {
+    config: crate::sync::MutexGuard<'a, Config>,
+    retired: Vec<Arc<Snapshot>>,
+}
+
+impl std::ops::Deref for ConfigLock<'_> {
+    type Target = Config;
+
+    fn deref(&self) -> &Config {
+        &self.config
+    }
+}
+
+impl std::ops::DerefMut for ConfigLock<'_> {
+    fn deref_mut(&mut self) -> &mut Config {
+        &mut self.config
+    }
+}
+
 struct Config {
     snapshot: Arc<Snapshot>,
     /// Broker-wide directives, copied into every new snapshot.
@@ -218,7 +241,10 @@ impl Broker {
     /// Like [`shutdown`](Broker::shutdown), with a deadline: subscriptions
     /// whose appender has not finished by then are named in
     /// [`ShutdownReport::unfinished`] and their remaining records in
-    /// `in_queue`. Their threads are left to finish on their own.
+    /// `in_queue`. Their threads are left to finish on their own (the
+    /// dead-letter route too, while a subscription that may feed it is
+    /// unfinished). Calling it again waits again, up to its new deadline;
+    /// dropping the broker after a shutdown does not wait.
     ///
     /// # Examples
     ///
@@ -239,7 +265,15 @@ impl Broker {
 
 impl Drop for Broker {
     fn drop(&mut self) {
-        let _ = self.shared.shutdown(self.shared.shutdown_timeout);
+        // Shut down before (e.g. `shutdown_timeout(d)` then drop): that call
+        // had its wait; dropping must not wait the default timeout again for
+        // an appender that missed the deadline.
+        let timeout = if self.shared.is_shut_down() {
+            Duration::ZERO
+        } else {
+            self.shared.shutdown_timeout
+        };
+        let _ = self.shared.shutdown(timeout);
         route::forget_view(self.shared.id);
     }
 }
@@ -465,9 +499,24 @@ impl BrokerShared {
 
     /// Publishes `entries` as the new snapshot. Called with the config lock
     /// held.
-    fn publish_snapshot(&self, config: &mut Config, entries: Vec<Entry>) {
+    /// Whether shutdown has begun.
+    fn is_shut_down(&self) -> bool {
+        self.lock_config().shut_down
+    }
+
+    /// Locks the configuration.
+    fn lock_config(&self) -> ConfigLock<'_> {
+        ConfigLock {
+            config: lock(&self.config),
+            retired: Vec::new(),
+        }
+    }
+
+    fn publish_snapshot(&self, config: &mut ConfigLock<'_>, entries: Vec<Entry>) {
         let generation = config.snapshot.generation + 1;
-        config.snapshot = Arc::new(Snapshot::new(generation, entries, config.global.clone()));
+        let next = Arc::new(Snapshot::new(generation, entries, config.global.clone()));
+        let old = std::mem::replace(&mut config.snapshot, next);
+        config.retired.push(old);
         // SeqCst: the gate protocol (see `SubShared::gate`) needs this store
         // and the publishers' gate increments in one total order.
         self.generation.store(generation, Ordering::SeqCst);
@@ -481,7 +530,7 @@ impl BrokerShared {
         builder: SubscriptionBuilder,
     ) -> Result<SubscriptionHandle, SubscribeError> {
         let patterns = builder.parsed_patterns()?;
-        let mut config = lock(&self.config);
+        let mut config = self.lock_config();
         self.check_new(&config, &builder)?;
         let level = builder.level;
         let directives = builder.directives.clone();
@@ -503,7 +552,7 @@ impl BrokerShared {
         &self,
         builder: SubscriptionBuilder,
     ) -> Result<SubscriptionHandle, SubscribeError> {
-        let config = lock(&self.config);
+        let config = self.lock_config();
         self.check_new(&config, &builder)?;
         if self.dead_letters.get().is_some() {
             return Err(SubscribeError::DeadLetterExists);
@@ -518,7 +567,7 @@ impl BrokerShared {
     /// Validates a new subscription against the current configuration.
     fn check_new(
         &self,
-        config: &Config,
+        config: &ConfigLock<'_>,
         builder: &SubscriptionBuilder,
     ) -> Result<(), SubscribeError> {
         if builder.name.is_empty() {
@@ -594,7 +643,7 @@ impl BrokerShared {
         name: &str,
         change: impl FnOnce(&mut Entry) -> Result<(), ReconfigureError>,
     ) -> Result<(), ReconfigureError> {
-        let mut config = lock(&self.config);
+        let mut config = self.lock_config();
         let mut entries = config.snapshot.entries.clone();
         let Some(entry) = entries.iter_mut().find(|e| &*e.sub.name == name) else {
             return Err(ReconfigureError::NotFound(name.to_owned()));
@@ -605,7 +654,7 @@ impl BrokerShared {
     }
 
     fn set_global(&self, directives: Option<Directives>) {
-        let mut config = lock(&self.config);
+        let mut config = self.lock_config();
         config.global = directives;
         let entries = config.snapshot.entries.clone();
         self.publish_snapshot(&mut config, entries);
@@ -613,7 +662,7 @@ impl BrokerShared {
 
     fn unsubscribe(&self, name: &str) -> Result<SubscriptionStats, UnsubscribeError> {
         let sub = {
-            let mut config = lock(&self.config);
+            let mut config = self.lock_config();
             let Some(index) = config
                 .snapshot
                 .entries
@@ -686,7 +735,7 @@ impl BrokerShared {
     pub(crate) fn shutdown(&self, timeout: Duration) -> ShutdownReport {
         let deadline = Instant::now() + timeout;
         let (subs, detached) = {
-            let mut config = lock(&self.config);
+            let mut config = self.lock_config();
             if !config.shut_down {
                 config.shut_down = true;
                 // SeqCst, before the generation bump: a publisher that sees
@@ -707,8 +756,14 @@ impl BrokerShared {
         let on_worker = log_backend::on_worker_thread();
         let mut unfinished = stop_all(&subs, deadline, on_worker);
         // The dead-letter route last: the others may feed it while draining.
+        // If one of them has not finished it may still dead-letter a record,
+        // so the route must keep draining: it is left running and reported.
         if let Some(dead) = detached {
-            unfinished.extend(stop_all(&[dead], deadline, on_worker));
+            if unfinished.is_empty() {
+                unfinished.extend(stop_all(&[dead], deadline, on_worker));
+            } else {
+                unfinished.push(dead.name.to_string());
+            }
         }
         let stats = self.stats();
         ShutdownReport {

@@ -222,7 +222,17 @@ impl BreakerState {
 pub(crate) struct Breaker {
     config: CircuitBreaker,
     consecutive_failures: u32,
-    open_until: Option<Instant>,
+    state: Tripped,
+}
+
+/// Whether, and until when, the breaker is open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tripped {
+    Closed,
+    Until(Instant),
+    /// The cool-down does not fit in an `Instant` (e.g. `Duration::MAX`):
+    /// open for the life of the process.
+    Forever,
 }
 
 /// What the worker should do with the next record.
@@ -241,15 +251,16 @@ impl Breaker {
         Breaker {
             config,
             consecutive_failures: 0,
-            open_until: None,
+            state: Tripped::Closed,
         }
     }
 
     pub(crate) fn gate(&self, now: Instant) -> Gate {
-        match self.open_until {
-            None => Gate::Pass,
-            Some(until) if now < until => Gate::Open,
-            Some(_) => Gate::Probe,
+        match self.state {
+            Tripped::Closed => Gate::Pass,
+            Tripped::Until(until) if now < until => Gate::Open,
+            Tripped::Until(_) => Gate::Probe,
+            Tripped::Forever => Gate::Open,
         }
     }
 
@@ -262,21 +273,25 @@ impl Breaker {
     }
 
     pub(crate) fn is_open(&self) -> bool {
-        self.open_until.is_some()
+        self.state != Tripped::Closed
     }
 
     pub(crate) fn success(&mut self) {
         self.consecutive_failures = 0;
-        self.open_until = None;
+        self.state = Tripped::Closed;
     }
 
     /// Records a failed attempt; returns whether the breaker is now open.
     pub(crate) fn failure(&mut self, now: Instant) -> bool {
         self.consecutive_failures = self.consecutive_failures.saturating_add(1);
-        if self.open_until.is_some() || self.consecutive_failures >= self.config.threshold {
-            self.open_until = Some(now + self.config.cooldown);
+        if self.is_open() || self.consecutive_failures >= self.config.threshold {
+            // A cool-down too long to represent (say `Duration::MAX`) means
+            // "stay open"; it must not overflow and panic on the worker.
+            self.state = now
+                .checked_add(self.config.cooldown)
+                .map_or(Tripped::Forever, Tripped::Until);
         }
-        self.open_until.is_some()
+        self.is_open()
     }
 }
 
@@ -341,6 +356,12 @@ mod tests {
         assert_eq!(b.gate(later), Gate::Open);
         b.success();
         assert_eq!(b.state(later), BreakerState::Closed);
+        let mut forever = Breaker::new(CircuitBreaker::new(1, Duration::MAX));
+        assert!(forever.failure(start));
+        assert_eq!(
+            forever.gate(start + Duration::from_secs(1 << 40)),
+            Gate::Open
+        );
         let mut never = Breaker::new(CircuitBreaker::disabled());
         for _ in 0..1000 {
             assert!(!never.failure(start));

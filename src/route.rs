@@ -219,7 +219,7 @@ impl BrokerView {
 const VIEWS_CAP: usize = 8;
 
 thread_local! {
-    /// This thread's views, most recently used last.
+    /// This thread's views, oldest first (the oldest is evicted when full).
     static VIEWS: RefCell<Vec<BrokerView>> = const { RefCell::new(Vec::new()) };
 }
 

@@ -410,7 +410,10 @@ impl SubShared {
         let c = &self.counters;
         // Read the worker-side counters before the queue length: a record
         // moves from the queue to `taken` to `written`, so reading the later
-        // stages first can only under-count in flight, never double count.
+        // stages first avoids counting a record twice on the worker's side.
+        // Under concurrent eviction `matched` can still be off by a record
+        // or two for an instant (an eviction between reading `queued` and
+        // `dropped`, or its early count); at quiescent points it is exact.
         let written = Counters::get(&c.written);
         let dead_lettered = Counters::get(&c.dead_lettered);
         let lost = Counters::get(&c.lost);

@@ -196,7 +196,28 @@ impl Worker {
 
     /// Hands the batch to the appender and settles every record in it:
     /// written, or failed after retries and dead-lettered (or lost).
+    ///
+    /// Appender panics are caught closer in; this outer guard is for our own
+    /// code. Should it ever panic, the records taken but not yet settled are
+    /// counted as lost (so the books still balance and `in_queue` does not
+    /// stay up for ever) and the worker goes on.
     fn write_batch(&mut self) {
+        if catch_unwind(AssertUnwindSafe(|| self.settle_batch())).is_err() {
+            let counters = &self.shared.counters;
+            let settled = Counters::get(&counters.written)
+                + Counters::get(&counters.dead_lettered)
+                + Counters::get(&counters.lost);
+            let unsettled = Counters::get(&counters.taken).saturating_sub(settled);
+            Counters::add(&counters.lost, unsettled);
+            self.batch.clear();
+            crate::report::stderr(format_args!(
+                "logbus: internal error in subscription {:?}; {unsettled} records lost",
+                self.shared.name
+            ));
+        }
+    }
+
+    fn settle_batch(&mut self) {
         let batch = std::mem::take(&mut self.batch);
         let shared = Arc::clone(&self.shared);
         let counters = &shared.counters;
@@ -410,10 +431,17 @@ impl Worker {
         if dropped <= self.reported_drops {
             return;
         }
+        // Droppers stamp the burst right after counting. No stamp yet means
+        // a drop is still being counted (or an eviction may be taken back):
+        // report at the next idle point, when it is settled. At shutdown no
+        // dropper is left, so nothing is missed.
+        // Relaxed: the timestamp is a plain value; a dropper racing with the
+        // swap below starts the next burst.
+        if counters.first_drop_micros.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         let burst = dropped - self.reported_drops;
         self.reported_drops = dropped;
-        // Relaxed: the timestamp is a plain value; a dropper racing with this
-        // swap starts the next burst.
         let since = counters.first_drop_micros.swap(0, Ordering::Relaxed);
         let since = crate::format_micros(since);
         let record = Record::builder(Topic::new(Level::Warn, "logbus"))
