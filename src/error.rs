@@ -23,6 +23,17 @@ use crate::topic::TopicParseError;
 ///
 /// let zero = broker.subscribe(Subscription::builder("z", Memory::new().0).capacity(0));
 /// assert!(matches!(zero, Err(SubscribeError::ZeroCapacity)));
+///
+/// let empty = broker.subscribe(Subscription::builder("", Memory::new().0));
+/// assert!(matches!(empty, Err(SubscribeError::EmptyName)));
+///
+/// broker.set_dead_letter(Subscription::builder("dead", Memory::new().0))?;
+/// let second = broker.set_dead_letter(Subscription::builder("dead2", Memory::new().0));
+/// assert!(matches!(second, Err(SubscribeError::DeadLetterExists)));
+///
+/// broker.shutdown();
+/// let late = broker.subscribe(Subscription::builder("late", Memory::new().0));
+/// assert!(matches!(late, Err(SubscribeError::ShutDown)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
@@ -77,6 +88,24 @@ impl From<TopicParseError> for SubscribeError {
 }
 
 /// Why building a broker or installing it as the `log` backend failed.
+///
+/// # Examples
+///
+/// ```
+/// use logbus::{InstallError, Memory, Subscription};
+///
+/// let _guard = logbus::builder()
+///     .appender(Subscription::builder("memory", Memory::new().0))
+///     .install()?;
+/// let again = logbus::builder().install();
+/// assert!(matches!(again, Err(InstallError::AlreadyInstalled)));
+///
+/// let bad = logbus::builder()
+///     .appender(Subscription::builder("db", Memory::new().0).pattern("*b"))
+///     .build();
+/// assert!(matches!(bad, Err(InstallError::Subscribe(_))));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum InstallError {
@@ -113,6 +142,13 @@ impl From<SubscribeError> for InstallError {
 }
 
 /// Why a subscription could not be removed.
+///
+/// ```
+/// use logbus::{Broker, UnsubscribeError};
+///
+/// let broker = Broker::new();
+/// assert_eq!(broker.unsubscribe("nope"), Err(UnsubscribeError::NotFound("nope".into())));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum UnsubscribeError {
@@ -131,6 +167,18 @@ impl fmt::Display for UnsubscribeError {
 impl StdError for UnsubscribeError {}
 
 /// Why a runtime reconfiguration was refused (nothing changed then).
+///
+/// ```
+/// use logbus::{Broker, LevelFilter, Memory, ReconfigureError, Subscription};
+///
+/// let broker = Broker::new();
+/// broker.subscribe(Subscription::builder("db", Memory::new().0))?;
+/// let missing = broker.set_level("nope", LevelFilter::Warn);
+/// assert_eq!(missing, Err(ReconfigureError::NotFound("nope".into())));
+/// let bad = broker.set_patterns("db", &["app.#.", "ok"]);
+/// assert!(matches!(bad, Err(ReconfigureError::Pattern(e)) if e.position() == 6));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ReconfigureError {
@@ -165,6 +213,38 @@ impl From<TopicParseError> for ReconfigureError {
 }
 
 /// Why a flush did not complete.
+///
+/// ```
+/// use std::sync::mpsc;
+/// use std::time::Duration;
+/// use logbus::{AppendError, Appender, Broker, FlushError, Record, Subscription};
+///
+/// /// Blocks in `append` until released.
+/// struct Stuck(mpsc::Receiver<()>);
+///
+/// impl Appender for Stuck {
+///     fn append(&mut self, _: &Record) -> Result<(), AppendError> {
+///         let _ = self.0.recv();
+///         Ok(())
+///     }
+///     fn flush(&mut self) -> Result<(), AppendError> {
+///         Ok(())
+///     }
+/// }
+///
+/// let (release, stuck) = mpsc::channel();
+/// let broker = Broker::new();
+/// broker.subscribe(Subscription::builder("stuck", Stuck(stuck)))?;
+/// log::set_max_level(log::LevelFilter::Trace);
+/// log::info!(logger: &broker, "hello");
+/// let result = broker.flush_timeout(Duration::from_millis(10));
+/// assert!(matches!(result, Err(FlushError::Timeout { ref pending, .. }) if pending == &["stuck"]));
+/// release.send(())?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// [`FlushError::OnWorkerThread`] is what a flush called from inside an
+/// appender returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FlushError {

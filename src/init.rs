@@ -83,6 +83,23 @@ fn install(directives: Directives) -> Result<LoggerGuard, InstallError> {
 }
 
 /// Why [`try_init`] failed.
+///
+/// ```
+/// use logbus::{DirectiveErrorKind, InitError};
+///
+/// std::env::set_var(logbus::ENV_VAR, "info,app=loud");
+/// match logbus::try_init() {
+///     Err(InitError::Directive(e)) => {
+///         assert_eq!(e.kind(), DirectiveErrorKind::UnknownLevel);
+///         assert_eq!(e.directive(), "app=loud");
+///     }
+///     other => panic!("unexpected: {other:?}"),
+/// }
+/// std::env::set_var(logbus::ENV_VAR, "info");
+/// let _guard = logbus::try_init()?;
+/// assert!(matches!(logbus::try_init(), Err(InitError::Install(_))));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum InitError {
