@@ -892,6 +892,17 @@ impl BrokerShared {
                 if route.entries.is_empty() {
                     return;
                 }
+                // After shutdown: count and return at once, without building
+                // the record or running predicates. (A publisher that misses
+                // the flag here is caught after the gate re-check below.)
+                // Acquire: pairs with the SeqCst store in `shutdown`.
+                if record.is_none() && self.closed.load(Ordering::Acquire) {
+                    for &i in route.entries.iter() {
+                        snapshot.entries[i as usize].sub.counters.record_drops(1);
+                    }
+                    Counters::add(&self.dropped_after_shutdown, 1);
+                    return;
+                }
                 let built: &Arc<Record> = match &mut record {
                     Some(r) => r,
                     None => {

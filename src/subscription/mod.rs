@@ -336,7 +336,9 @@ pub struct SubscriptionStats {
     pub matched: u64,
     /// Records the appender accepted.
     pub written: u64,
-    /// Records discarded by the overflow policy, or published after shutdown.
+    /// Records discarded by the overflow policy, or published after shutdown
+    /// (those are counted in every subscription whose patterns, level and
+    /// directives match; predicates are not run after shutdown).
     pub dropped: u64,
     /// Records that failed and were handed to the dead-letter route.
     pub dead_lettered: u64,
