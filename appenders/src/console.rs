@@ -7,7 +7,7 @@ use crate::appender::{AppendError, Appender, BatchError};
 use crate::escape::MultilineMode;
 use crate::layout::Layout;
 use crate::record::{Level, Record};
-use crate::write::{render_guarded, LineSink, BUFFER_LIMIT};
+use crate::write::{end_line, render_line, LineOutput, LineSink};
 
 /// Where a [`Console`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -301,25 +301,13 @@ impl Console {
             }
             let color = this.color.then(|| level_color(level));
             let layout = &mut self.layout;
-            let mut render_line = |record: &Record, out: &mut Vec<u8>| {
+            let mut render = |record: &Record, out: &mut Vec<u8>| {
                 layout.render_styled(record, out, color);
                 out.push(b'\n');
                 Ok(())
             };
-            let start = this.sink.lines.begin();
-            if let Err(error) = render_guarded(&mut render_line, record, this.sink.lines.buf()) {
-                this.sink.lines.abandon(start);
-                this.sink.write_out(first)?;
-                return Err(BatchError {
-                    written: index,
-                    error,
-                });
-            }
-            this.sink.lines.end();
-            if this.sink.lines.len() >= BUFFER_LIMIT {
-                this.sink.write_out(first)?;
-                first = index + 1;
-            }
+            render_line(&mut this.sink, &mut render, record, index, first)?;
+            first = end_line(&mut this.sink, index, first)?;
         }
         self.stdout.sink.write_out(first)?;
         self.stderr.sink.write_out(first)

@@ -182,6 +182,55 @@ pub(crate) fn render_guarded(
         .unwrap_or_else(|payload| Err(AppendError::panicked(payload.as_ref())))
 }
 
+/// Something that renders a call's records into [`Lines`] and writes them
+/// out: the stream sink and the rolling file. The render loop steps shared
+/// by both are [`render_line`] and [`end_line`].
+pub(crate) trait LineOutput {
+    /// The lines of the current call.
+    fn lines(&mut self) -> &mut Lines;
+
+    /// Writes the lines out; `first` is the index (in the call) of the record
+    /// whose line comes first, so a failure can name how many were written.
+    fn write_out(&mut self, first: usize) -> Result<(), BatchError>;
+}
+
+/// Renders record `index` of the call into the output's lines and returns
+/// where its line starts. If rendering fails (or panics), the lines before it
+/// are written out and the record is reported as the failing one.
+pub(crate) fn render_line<O: LineOutput>(
+    out: &mut O,
+    render: &mut impl FnMut(&Record, &mut Vec<u8>) -> Result<(), AppendError>,
+    record: &Record,
+    index: usize,
+    first: usize,
+) -> Result<usize, BatchError> {
+    let start = out.lines().begin();
+    if let Err(error) = render_guarded(render, record, out.lines().buf()) {
+        out.lines().abandon(start);
+        out.write_out(first)?;
+        return Err(BatchError {
+            written: index,
+            error,
+        });
+    }
+    Ok(start)
+}
+
+/// Ends record `index`'s line and writes the lines out once the buffer is
+/// full; returns the index of the record whose line now comes first.
+pub(crate) fn end_line<O: LineOutput>(
+    out: &mut O,
+    index: usize,
+    first: usize,
+) -> Result<usize, BatchError> {
+    out.lines().end();
+    if out.lines().len() >= BUFFER_LIMIT {
+        out.write_out(first)?;
+        return Ok(index + 1);
+    }
+    Ok(first)
+}
+
 /// A writer (stdout, stderr, a pipe) and the lines of the current call.
 pub(crate) struct LineSink {
     /// Names the destination in errors (`stdout`).
@@ -199,19 +248,6 @@ impl LineSink {
         }
     }
 
-    /// Writes the buffered lines, whose first record is record `first` of
-    /// the call: on failure the error names how many records of the call
-    /// were written.
-    pub(crate) fn write_out(&mut self, first: usize) -> Result<(), BatchError> {
-        self.lines
-            .write_to(&mut *self.writer)
-            .map(drop)
-            .map_err(|failure| BatchError {
-                written: first + failure.records,
-                error: AppendError::io(Operation::Write, failure.error).with_detail(self.name),
-            })
-    }
-
     /// Appends `records` (every record ends up written or reported in the
     /// result); `render` appends one record's complete line(s).
     pub(crate) fn append<'r>(
@@ -223,20 +259,8 @@ impl LineSink {
         // Index of the first record whose line is in `lines`.
         let mut first = 0;
         for (index, record) in records.into_iter().enumerate() {
-            let start = self.lines.begin();
-            if let Err(error) = render_guarded(&mut render, record, self.lines.buf()) {
-                self.lines.abandon(start);
-                self.write_out(first)?;
-                return Err(BatchError {
-                    written: index,
-                    error,
-                });
-            }
-            self.lines.end();
-            if self.lines.len() >= BUFFER_LIMIT {
-                self.write_out(first)?;
-                first = index + 1;
-            }
+            render_line(self, &mut render, record, index, first)?;
+            first = end_line(self, index, first)?;
         }
         self.write_out(first)
     }
@@ -247,6 +271,25 @@ impl LineSink {
         self.writer
             .flush()
             .map_err(|e| AppendError::io(Operation::Flush, e).with_detail(self.name))
+    }
+}
+
+impl LineOutput for LineSink {
+    fn lines(&mut self) -> &mut Lines {
+        &mut self.lines
+    }
+
+    /// Writes the buffered lines, whose first record is record `first` of
+    /// the call: on failure the error names how many records of the call
+    /// were written.
+    fn write_out(&mut self, first: usize) -> Result<(), BatchError> {
+        self.lines
+            .write_to(&mut *self.writer)
+            .map(drop)
+            .map_err(|failure| BatchError {
+                written: first + failure.records,
+                error: AppendError::io(Operation::Write, failure.error).with_detail(self.name),
+            })
     }
 }
 

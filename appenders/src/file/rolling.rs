@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::appender::{AppendError, BatchError, Operation};
 use crate::record::Record;
-use crate::write::{render_guarded, Lines, BUFFER_LIMIT};
+use crate::write::{end_line, render_line, LineOutput, Lines, BUFFER_LIMIT};
 
 use super::{FileError, FileErrorKind};
 
@@ -229,6 +229,16 @@ fn rotate_error(e: io::Error, path: &Path) -> AppendError {
     AppendError::io(Operation::Rotate, e).with_detail(path.display().to_string())
 }
 
+impl LineOutput for RollingFile {
+    fn lines(&mut self) -> &mut Lines {
+        &mut self.lines
+    }
+
+    fn write_out(&mut self, first: usize) -> Result<(), BatchError> {
+        self.write_lines_out(first)
+    }
+}
+
 impl RollingFile {
     /// Creates the directories and opens the live file.
     pub(crate) fn open(
@@ -303,7 +313,7 @@ impl RollingFile {
             if let Some(due) = self.next_rollover {
                 let now = unix_secs(self.clock.now());
                 if now >= due {
-                    self.write_lines(first)?;
+                    self.write_out(first)?;
                     first = index;
                     // An empty file is not rotated: it would push a useful
                     // file out of the retention window for nothing.
@@ -313,35 +323,23 @@ impl RollingFile {
                     self.next_rollover = self.config.rotation.next_boundary(now);
                 }
             }
-            let start = self.lines.begin();
-            if let Err(error) = render_guarded(&mut render, record, self.lines.buf()) {
-                self.lines.abandon(start);
-                self.write_lines(first)?;
-                return Err(BatchError {
-                    written: index,
-                    error,
-                });
-            }
+            let start = render_line(self, &mut render, record, index, first)?;
             if let Some(max) = self.config.max_bytes {
                 let before = self.size + start as u64;
                 let len = (self.lines.len() - start) as u64;
                 // A record larger than `max_bytes` gets a file of its own.
                 if before > 0 && before + len > max {
                     let line = self.lines.take_from(start);
-                    self.write_lines(first)?;
+                    self.write_out(first)?;
                     first = index;
                     self.rotate().map_err(rotate_err)?;
                     self.lines.begin();
                     self.lines.buf().extend_from_slice(&line);
                 }
             }
-            self.lines.end();
-            if self.lines.len() >= BUFFER_LIMIT {
-                self.write_lines(first)?;
-                first = index + 1;
-            }
+            first = end_line(self, index, first)?;
         }
-        self.write_lines(first)
+        self.write_out(first)
     }
 
     /// Nothing is buffered between calls: notes that the queue ran empty,
@@ -352,8 +350,9 @@ impl RollingFile {
         Ok(())
     }
 
-    /// Writes the lines of the call, whose first record is record `first`.
-    fn write_lines(&mut self, first: usize) -> Result<(), BatchError> {
+    /// Writes the lines of the call, whose first record is record `first`,
+    /// counting the bytes that reached the file.
+    fn write_lines_out(&mut self, first: usize) -> Result<(), BatchError> {
         match self.lines.write_to(&mut self.file) {
             Ok(bytes) => {
                 self.size += bytes;
