@@ -886,7 +886,28 @@ impl BrokerShared {
     pub(crate) fn publish(&self, level: log::Level, target: &str, fill: impl FnOnce(&mut Record)) {
         let mut fill = Some(fill);
         let mut record: Option<Arc<Record>> = None;
-        let done = self.with_view(|view| loop {
+        let routed =
+            self.with_view(|view| self.publish_in(view, level, target, &mut fill, &mut record));
+        if routed.is_none() {
+            // This thread's views are gone (a log call from a thread-local
+            // destructor at thread exit): route through a temporary view, so
+            // the record is still delivered or counted.
+            let mut view = route::BrokerView::new(self.id, self.snapshot());
+            self.publish_in(&mut view, level, target, &mut fill, &mut record);
+        }
+    }
+
+    /// The body of [`publish`](BrokerShared::publish), on one view. `fill` is
+    /// taken when the record is built; `record` holds it across a re-route.
+    fn publish_in<F: FnOnce(&mut Record)>(
+        &self,
+        view: &mut route::BrokerView,
+        level: log::Level,
+        target: &str,
+        fill: &mut Option<F>,
+        record: &mut Option<Arc<Record>>,
+    ) {
+        loop {
             let retry = {
                 let (snapshot, route) = view.lookup(level, target);
                 if route.entries.is_empty() {
@@ -903,7 +924,7 @@ impl BrokerShared {
                     Counters::add(&self.dropped_after_shutdown, 1);
                     return;
                 }
-                let built: &Arc<Record> = match &mut record {
+                let built: &Arc<Record> = match record {
                     Some(r) => r,
                     None => {
                         let Some(fill) = fill.take() else { return };
@@ -956,12 +977,6 @@ impl BrokerShared {
                 return;
             }
             view.refresh(self.snapshot());
-        });
-        if done.is_none() {
-            // Thread-local storage unavailable (thread exiting): route
-            // without a cache through a temporary view is not possible, so
-            // count it where we can.
-            Counters::add(&self.suppressed, 1);
         }
     }
 }

@@ -178,6 +178,15 @@ struct RouteKey {
 }
 
 impl BrokerView {
+    /// A view of `snapshot` with an empty route cache.
+    pub(crate) fn new(broker_id: u64, snapshot: Arc<Snapshot>) -> BrokerView {
+        BrokerView {
+            broker_id,
+            snapshot,
+            routes: HashMap::default(),
+        }
+    }
+
     /// The generation this view was built from.
     pub(crate) fn generation(&self) -> u64 {
         self.snapshot.generation
@@ -241,11 +250,7 @@ pub(crate) fn with_view<R>(
                     if views.len() >= VIEWS_CAP {
                         views.remove(0);
                     }
-                    views.push(BrokerView {
-                        broker_id,
-                        snapshot: snapshot(),
-                        routes: HashMap::default(),
-                    });
+                    views.push(BrokerView::new(broker_id, snapshot()));
                     views.len() - 1
                 }
             };

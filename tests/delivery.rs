@@ -440,3 +440,45 @@ fn eight_publishers_each_subscriber_sees_per_thread_program_order() {
     }
     assert_eq!(tally.summarised_drops, 0);
 }
+
+/// Logs through `handle` when the thread's thread-locals are destroyed.
+struct LogsOnExit(Option<logbus::BrokerHandle>);
+
+impl Drop for LogsOnExit {
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take() {
+            log::info!(logger: &handle, target: "app", "from a destructor");
+        }
+    }
+}
+
+thread_local! {
+    static ON_EXIT: std::cell::RefCell<LogsOnExit> = const { std::cell::RefCell::new(LogsOnExit(None)) };
+}
+
+#[test]
+fn a_log_call_from_a_thread_local_destructor_is_delivered() {
+    let broker = common::broker();
+    let (appender, captured) = Memory::new();
+    broker
+        .subscribe(Subscription::builder("all", appender))
+        .unwrap();
+    let handle = broker.handle();
+    std::thread::spawn(move || {
+        // Registered before logbus' own thread-locals, so (destructors run
+        // in reverse order on Linux) it runs after logbus' route cache is
+        // gone: the call must take the uncached path, not vanish.
+        ON_EXIT.with(|cell| cell.borrow_mut().0 = Some(handle.clone()));
+        log::info!(logger: &handle, target: "app", "from the thread");
+    })
+    .join()
+    .unwrap();
+    broker.flush().unwrap();
+    assert_eq!(
+        captured.messages(),
+        ["from the thread", "from a destructor"]
+    );
+    let stats = broker.stats();
+    assert_eq!(stats.suppressed, 0);
+    assert_eq!(stats.subscriptions["all"].written, 2);
+}
