@@ -12,13 +12,17 @@ use crate::appenders::{Record, Topic};
 use crate::directive::Directives;
 use crate::error::{FlushError, ReconfigureError, SubscribeError, UnsubscribeError};
 use crate::log_backend;
-use crate::route::{self, Entry, Snapshot};
+use crate::recycle::Recycled;
+use crate::route::{self, Entry, Routed, Snapshot};
 use crate::subscription::worker::{self, Control, DeadLetters, FailurePolicy};
 use crate::subscription::PatternSource;
 use crate::subscription::{
-    Counters, Queue, SubShared, SubscriptionBuilder, SubscriptionHandle, SubscriptionStats,
+    Budget, Counters, LaneProducer, Queue, SubShared, SubscriptionBuilder, SubscriptionHandle,
+    SubscriptionStats,
 };
-use crate::sync::{lock, thread, Arc, AtomicBool, AtomicU64, Mutex, OnceLock, Ordering};
+use crate::sync::{
+    lock, thread, Arc, AtomicBool, AtomicU64, AtomicUsize, CacheLine, Mutex, OnceLock, Ordering,
+};
 
 /// How long [`BrokerHandle::flush`] (and `log::logger().flush()`) waits by
 /// default.
@@ -45,12 +49,13 @@ pub(crate) struct BrokerShared {
     config: Mutex<Config>,
     /// The generation of the current snapshot. Written (SeqCst) under the
     /// `config` lock right after a new snapshot is stored; read by every
-    /// publish (Acquire on the fast path, SeqCst for the gate re-check, see
-    /// `SubShared::gate`).
+    /// publish (Acquire on the fast path; for the gate re-check, after a
+    /// SeqCst fence, see `SubShared::wait_gate_closed`).
     generation: AtomicU64,
     /// Broker-wide record sequence. Relaxed: only uniqueness and monotonic
-    /// allocation matter, which the RMW gives; it publishes no memory.
-    pub(crate) seq: Arc<AtomicU64>,
+    /// allocation matter, which the RMW gives; it publishes no memory. On
+    /// its own cache line: every publish writes it.
+    pub(crate) seq: Arc<CacheLine<AtomicU64>>,
     /// Set (SeqCst) once by shutdown before its generation bump; publishers
     /// that pass the gate re-check read it to count instead of enqueue.
     closed: AtomicBool,
@@ -67,9 +72,11 @@ pub(crate) struct BrokerShared {
     /// for publishers to reuse: a steady stream of log calls then allocates
     /// nothing, and no allocation crosses threads (which glibc's malloc
     /// handles slowly). Bounded: extra records are simply freed.
+    /// Batches of [`worker::RECYCLE_BATCH`]; a publisher takes one into its
+    /// view's stash with one channel operation.
     pool: (
-        crossbeam_channel::Sender<Arc<Record>>,
-        crossbeam_channel::Receiver<Arc<Record>>,
+        crossbeam_channel::Sender<Vec<Recycled>>,
+        crossbeam_channel::Receiver<Vec<Recycled>>,
     ),
     /// The dead-letter subscription, set at most once; read by workers.
     dead_letters: Arc<OnceLock<Arc<SubShared>>>,
@@ -196,13 +203,13 @@ impl Broker {
                 detached: Vec::new(),
             }),
             generation: AtomicU64::new(0),
-            seq: Arc::new(AtomicU64::new(0)),
+            seq: Arc::new(CacheLine(AtomicU64::new(0))),
             closed: AtomicBool::new(false),
             suppressed: AtomicU64::new(0),
             dropped_after_shutdown: AtomicU64::new(0),
             installed: AtomicBool::new(false),
             dead_letters: Arc::new(OnceLock::new()),
-            pool: crossbeam_channel::bounded(RECORD_POOL),
+            pool: crossbeam_channel::bounded(RECORD_POOL / worker::RECYCLE_BATCH),
             flush_timeout,
             shutdown_timeout,
         };
@@ -607,6 +614,12 @@ impl BrokerShared {
             done: done_rx,
             name: builder.name.into(),
             queue,
+            capacity: builder.capacity,
+            budget: Arc::new(Budget::new(builder.capacity)),
+            lanes: Mutex::new(Vec::new()),
+            lanes_added: AtomicUsize::new(0),
+            sleeping: Default::default(),
+            thread: OnceLock::new(),
             ctrl: ctrl_tx,
             counters: Counters::default(),
             gate: Default::default(),
@@ -780,7 +793,9 @@ fn flush_all(subs: &[&SubShared], deadline: Instant) -> Vec<String> {
     let mut waiting = Vec::new();
     for sub in subs {
         let (ack_tx, ack_rx) = crossbeam_channel::bounded(1);
-        match sub.ctrl.send_deadline(Control::Flush(ack_tx), deadline) {
+        let sent = sub.ctrl.send_deadline(Control::Flush(ack_tx), deadline);
+        sub.wake();
+        match sent {
             Ok(()) => waiting.push((&sub.name, ack_rx)),
             // The worker has exited (shut down): it has nothing left.
             Err(crossbeam_channel::SendTimeoutError::Disconnected(_)) => {}
@@ -806,6 +821,7 @@ fn stop_all(subs: &[Arc<SubShared>], deadline: Instant, on_worker: bool) -> Vec<
     for sub in subs {
         if sub.wait_gate_closed(Some(deadline)) {
             let _ = sub.ctrl.send_deadline(Control::Shutdown, deadline);
+            sub.wake();
         }
     }
     subs.iter()
@@ -841,7 +857,7 @@ impl BrokerShared {
         if log_backend::in_logbus() {
             return false;
         }
-        self.with_view(|view| !view.lookup(level, target).1.entries.is_empty())
+        self.with_view(|view| !view.lookup(level, target).route.entries.is_empty())
             .unwrap_or(false)
     }
 
@@ -863,22 +879,31 @@ impl BrokerShared {
     /// Takes a recycled record from the pool (or allocates one), stamps it
     /// with `topic`, the next seq and the time, and lets `fill` write the
     /// rest.
-    fn make_record(&self, topic: Topic, fill: impl FnOnce(&mut Record)) -> Arc<Record> {
+    fn make_record(
+        &self,
+        stash: &mut Vec<Recycled>,
+        topic: Topic,
+        fill: impl FnOnce(&mut Record),
+    ) -> Arc<Record> {
         // Relaxed: see `seq`.
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
         let now = std::time::SystemTime::now();
-        if let Ok(mut recycled) = self.pool.1.try_recv() {
-            // Workers only return records nobody else holds, so this is
-            // unique; if it were not, we simply fall through and allocate.
-            if let Some(record) = Arc::get_mut(&mut recycled) {
-                record.recycle(topic.clone(), seq, now);
-                fill(record);
-                return recycled;
+        if stash.is_empty() {
+            if let Ok(batch) = self.pool.1.try_recv() {
+                *stash = batch;
             }
         }
-        let mut record = Record::builder(topic).seq(seq).time(now).build();
-        fill(&mut record);
-        Arc::new(record)
+        match stash.pop() {
+            Some(recycled) => recycled.reuse(|record| {
+                record.recycle(topic, seq, now);
+                fill(record);
+            }),
+            None => {
+                let mut record = Record::builder(topic).seq(seq).time(now).build();
+                fill(&mut record);
+                Arc::new(record)
+            }
+        }
     }
 
     /// Routes and enqueues one record made by `fill` (called at most once,
@@ -899,6 +924,13 @@ impl BrokerShared {
 
     /// The body of [`publish`](BrokerShared::publish), on one view. `fill` is
     /// taken when the record is built; `record` holds it across a re-route.
+    ///
+    /// The order matters for speed as much as for correctness: the one
+    /// `SeqCst` fence (the gate) comes before the record is written, so it
+    /// never waits for the stores into a recycled record (cache lines the
+    /// worker's core touched last), and after the record is written the
+    /// caller only makes plain stores, which the CPU retires without
+    /// waiting. See ARCHITECTURE.md ("The caller's path").
     fn publish_in<F: FnOnce(&mut Record)>(
         &self,
         view: &mut route::BrokerView,
@@ -909,68 +941,88 @@ impl BrokerShared {
     ) {
         loop {
             let retry = {
-                let (snapshot, route) = view.lookup(level, target);
+                let Routed {
+                    snapshot,
+                    route,
+                    lanes,
+                    stash,
+                } = view.lookup(level, target);
                 if route.entries.is_empty() {
                     return;
                 }
                 // After shutdown: count and return at once, without building
                 // the record or running predicates. (A publisher that misses
-                // the flag here is caught after the gate re-check below.)
+                // the flag here is caught inside the gate below.)
                 // Acquire: pairs with the SeqCst store in `shutdown`.
                 if record.is_none() && self.closed.load(Ordering::Acquire) {
-                    for &i in route.entries.iter() {
-                        snapshot.entries[i as usize].sub.counters.record_drops(1);
-                    }
-                    Counters::add(&self.dropped_after_shutdown, 1);
+                    self.count_after_shutdown(snapshot, &route.entries);
                     return;
                 }
-                let built: &Arc<Record> = match record {
-                    Some(r) => r,
-                    None => {
-                        let Some(fill) = fill.take() else { return };
-                        record.insert(self.make_record(route.topic.clone(), fill))
+                // Enter the gate of every subscription of the route: mark our
+                // lanes busy, then one fence (see `SubShared::wait_gate_closed`).
+                for &i in route.entries.iter() {
+                    let sub = &snapshot.entries[i as usize].sub;
+                    lanes[i as usize]
+                        .get_or_insert_with(|| sub.new_lane())
+                        .enter();
+                }
+                std::sync::atomic::fence(Ordering::SeqCst);
+                let leave = |lanes: &[Option<LaneProducer>]| {
+                    for &i in route.entries.iter() {
+                        if let Some(lane) = &lanes[i as usize] {
+                            lane.leave();
+                        }
                     }
                 };
-                // Predicates are user code: run them before entering any gate.
-                let chosen = Chosen::new(snapshot, &route.entries, built);
-                for sub in chosen.iter(snapshot) {
-                    // SeqCst: see `SubShared::gate`.
-                    sub.gate.fetch_add(1, Ordering::SeqCst);
-                }
-                // SeqCst: the re-check half of the gate protocol.
-                if self.generation.load(Ordering::SeqCst) != snapshot.generation {
-                    for sub in chosen.iter(snapshot) {
-                        // Release: our earlier accesses happen before the
-                        // reconfigurer's SeqCst load that observes 0.
-                        sub.gate.fetch_sub(1, Ordering::Release);
-                    }
+                // Relaxed: ordered after the fence, which is the re-check
+                // half of the gate protocol.
+                if self.generation.load(Ordering::Relaxed) != snapshot.generation {
+                    leave(lanes);
                     true
+                } else if self.closed.load(Ordering::Relaxed) {
+                    // Relaxed, after the fence: pairs with shutdown's SeqCst
+                    // store (see `closed`).
+                    leave(lanes);
+                    self.count_after_shutdown(snapshot, &route.entries);
+                    return;
                 } else {
-                    // SeqCst: pairs with shutdown's store; see `closed`.
-                    let closed = self.closed.load(Ordering::SeqCst);
-                    if closed {
-                        Counters::add(&self.dropped_after_shutdown, 1);
-                    }
-                    // The last subscription gets our reference itself: one
-                    // reference-count round trip fewer per record.
-                    let mut owned = record.take();
-                    let mut subs = chosen.iter(snapshot).peekable();
-                    while let Some(sub) = subs.next() {
-                        if closed {
-                            sub.counters.record_drops(1);
-                        } else {
-                            let shared = if subs.peek().is_none() {
+                    let built: &Arc<Record> = match record {
+                        Some(r) => r,
+                        None => {
+                            let Some(fill) = fill.take() else {
+                                leave(lanes);
+                                return;
+                            };
+                            record.insert(self.make_record(stash, route.topic.clone(), fill))
+                        }
+                    };
+                    let chosen = Chosen::new(snapshot, &route.entries, built);
+                    // `fill` and the predicates are user code: if they
+                    // reconfigured this broker (on this thread, so the bump
+                    // is visible), route again rather than enqueue with a
+                    // stale decision. Acquire: pairs with the SeqCst bump.
+                    if self.generation.load(Ordering::Acquire) != snapshot.generation {
+                        leave(lanes);
+                        true
+                    } else {
+                        // The last subscription gets our reference itself:
+                        // one reference-count round trip fewer per record.
+                        let mut owned = record.take();
+                        let mut ids = chosen.ids().iter().peekable();
+                        while let Some(&i) = ids.next() {
+                            let shared = if ids.peek().is_none() {
                                 owned.take()
                             } else {
                                 owned.clone()
                             };
-                            if let Some(shared) = shared {
-                                sub.queue.push(shared, &sub.counters);
+                            let sub = &*snapshot.entries[i as usize].sub;
+                            if let (Some(shared), Some(lane)) = (shared, &mut lanes[i as usize]) {
+                                sub.push_lane(lane, shared);
                             }
                         }
-                        sub.gate.fetch_sub(1, Ordering::Release);
+                        leave(lanes);
+                        false
                     }
-                    false
                 }
             };
             if !retry {
@@ -978,6 +1030,15 @@ impl BrokerShared {
             }
             view.refresh(self.snapshot());
         }
+    }
+
+    /// Counts a record published after shutdown, in every subscription of
+    /// its route (predicates are not run).
+    fn count_after_shutdown(&self, snapshot: &Snapshot, entries: &[u32]) {
+        for &i in entries {
+            snapshot.entries[i as usize].sub.counters.record_drops(1);
+        }
+        Counters::add(&self.dropped_after_shutdown, 1);
     }
 }
 
@@ -1002,12 +1063,11 @@ impl<'a> Chosen<'a> {
         Chosen::Some(entries.iter().copied().filter(|i| !rejects(i)).collect())
     }
 
-    fn iter<'s>(&'s self, snapshot: &'s Snapshot) -> impl Iterator<Item = &'s SubShared> + 's {
-        let ids: &[u32] = match self {
+    fn ids(&self) -> &[u32] {
+        match self {
             Chosen::All(ids) => ids,
             Chosen::Some(ids) => ids,
-        };
-        ids.iter().map(move |&i| &*snapshot.entries[i as usize].sub)
+        }
     }
 }
 
@@ -1019,6 +1079,7 @@ fn stop_worker(sub: &SubShared, deadline: Option<Instant>) -> bool {
         Some(d) => sub.ctrl.send_deadline(Control::Shutdown, d).is_ok(),
         None => sub.ctrl.send(Control::Shutdown).is_ok(),
     };
+    sub.wake();
     join_worker(sub, deadline)
 }
 

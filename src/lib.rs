@@ -128,6 +128,7 @@ mod directive;
 mod error;
 mod init;
 mod log_backend;
+mod recycle;
 mod report;
 mod retry;
 mod route;

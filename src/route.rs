@@ -19,7 +19,8 @@ use log::LevelFilter;
 
 use crate::appenders::{Level, Topic};
 use crate::directive::Directives;
-use crate::subscription::{Predicate, SubShared};
+use crate::recycle::Recycled;
+use crate::subscription::{LaneProducer, Predicate, SubShared};
 use crate::sync::{lock, Arc, Mutex};
 use crate::topic::{PatternTrie, TopicPattern};
 
@@ -168,6 +169,22 @@ pub(crate) struct BrokerView {
     pub(crate) broker_id: u64,
     pub(crate) snapshot: Arc<Snapshot>,
     routes: HashMap<RouteKey, Route, BuildHasherDefault<WordHasher>>,
+    /// This thread's lane into each subscription of the snapshot (same
+    /// indices as `snapshot.entries`), made on the first record routed to
+    /// it. Dropping one (thread exit, unsubscribe) closes the lane.
+    lanes: Vec<Option<LaneProducer>>,
+    /// Records recycled by workers, taken from the broker's pool a batch at
+    /// a time.
+    stash: Vec<Recycled>,
+}
+
+/// What a lookup gives the publisher: the route and this thread's means to
+/// act on it.
+pub(crate) struct Routed<'v> {
+    pub(crate) snapshot: &'v Snapshot,
+    pub(crate) route: &'v Route,
+    pub(crate) lanes: &'v mut [Option<LaneProducer>],
+    pub(crate) stash: &'v mut Vec<Recycled>,
 }
 
 #[derive(PartialEq, Eq, Hash, Clone, Copy)]
@@ -180,10 +197,15 @@ struct RouteKey {
 impl BrokerView {
     /// A view of `snapshot` with an empty route cache.
     pub(crate) fn new(broker_id: u64, snapshot: Arc<Snapshot>) -> BrokerView {
+        let lanes = std::iter::repeat_with(|| None)
+            .take(snapshot.entries.len())
+            .collect();
         BrokerView {
             broker_id,
             snapshot,
             routes: HashMap::default(),
+            lanes,
+            stash: Vec::new(),
         }
     }
 
@@ -193,14 +215,33 @@ impl BrokerView {
     }
 
     /// Replaces the snapshot and forgets the cached routes.
+    /// Lanes into subscriptions the new snapshot still has are kept; the
+    /// others are dropped, which closes them.
     pub(crate) fn refresh(&mut self, snapshot: Arc<Snapshot>) {
+        let mut kept: Vec<(*const SubShared, LaneProducer)> = self
+            .snapshot
+            .entries
+            .iter()
+            .zip(std::mem::take(&mut self.lanes))
+            .filter_map(|(entry, lane)| Some((Arc::as_ptr(&entry.sub), lane?)))
+            .collect();
+        self.lanes = snapshot
+            .entries
+            .iter()
+            .map(|entry| {
+                let at = kept
+                    .iter()
+                    .position(|(sub, _)| *sub == Arc::as_ptr(&entry.sub))?;
+                Some(kept.swap_remove(at).1)
+            })
+            .collect();
         self.snapshot = snapshot;
         self.routes.clear();
     }
 
     /// The snapshot and the route of `level` and `target`, from the cache
     /// when possible.
-    pub(crate) fn lookup(&mut self, level: Level, target: &str) -> (&Snapshot, &Route) {
+    pub(crate) fn lookup(&mut self, level: Level, target: &str) -> Routed<'_> {
         let key = RouteKey {
             level,
             ptr: target.as_ptr() as usize,
@@ -220,7 +261,12 @@ impl BrokerView {
             }
             MapEntry::Vacant(miss) => miss.insert(snapshot.route(level, target)),
         };
-        (&self.snapshot, route)
+        Routed {
+            snapshot,
+            route,
+            lanes: &mut self.lanes,
+            stash: &mut self.stash,
+        }
     }
 }
 

@@ -4,7 +4,9 @@
 //! model checker (loom) or another lock implementation could be swapped in
 //! here without touching the broker.
 
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 pub(crate) use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 pub(crate) use std::thread;
 

@@ -1,6 +1,7 @@
 //! Subscriptions: what an appender receives (patterns, level, predicate) and
 //! how it receives it (a bounded queue, an overflow policy, a worker thread).
 
+mod lane;
 mod queue;
 pub(crate) mod worker;
 
@@ -13,16 +14,23 @@ use serde::Serialize;
 use crate::appenders::{Appender, Record};
 use crate::directive::Directives;
 use crate::retry::{BreakerState, CircuitBreaker, RetryPolicy};
-use crate::sync::{Arc, AtomicU64, AtomicU8, AtomicUsize, CacheLine, Mutex, Ordering};
+use crate::sync::{
+    lock, thread, Arc, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, CacheLine, Mutex, OnceLock,
+    Ordering,
+};
 use crate::topic::{TopicParseError, TopicPattern};
 
+pub(crate) use lane::{Budget, Lane, LaneProducer};
 pub(crate) use queue::Queue;
 
 /// The default queue capacity, in records.
 ///
 /// 16,384 records of a typical 150-byte line is about 2.5 MB of messages
 /// plus the shared records, enough to absorb a burst of several milliseconds
-/// at full speed while staying well under our 16 MiB RSS budget.
+/// at full speed while staying well under our 16 MiB RSS budget. Each
+/// publishing thread's lane also has room for this many record pointers (16
+/// bytes each, touched only as the lane fills: up to 256 KiB per thread and
+/// subscription under a flood).
 pub const DEFAULT_CAPACITY: usize = 16_384;
 
 /// What a subscription does when its queue is full.
@@ -200,7 +208,11 @@ impl SubscriptionBuilder {
         self
     }
 
-    /// Sets the queue capacity in records (at least 1).
+    /// Sets the queue capacity in records (at least 1): the most records the
+    /// subscription holds queued, across all publishing threads. A thread
+    /// takes places in chunks of `capacity / 64` (at most 32), so an idle
+    /// thread may keep a few reserved (at most 31); with a capacity under
+    /// 128 places are taken one at a time and the bound is exact.
     pub fn capacity(mut self, capacity: usize) -> Self {
         self.capacity = capacity;
         self
@@ -371,7 +383,32 @@ impl SubscriptionStats {
 /// The shared state of one subscription.
 pub(crate) struct SubShared {
     pub(crate) name: Arc<str>,
+    /// The shared queue: for records pushed without a lane (dead letters
+    /// from other workers, log calls after a thread's locals are gone).
     pub(crate) queue: Queue,
+    /// Records one lane holds (the subscription's capacity).
+    pub(crate) capacity: usize,
+    /// Records all the lanes hold together (the subscription's capacity).
+    pub(crate) budget: Arc<Budget>,
+    /// Every live lane into this subscription, one per publishing thread
+    /// (see `lane.rs`). The lock is taken when a thread publishes to this
+    /// subscription for the first time, when the worker notices a new lane
+    /// (by `lanes_added`) or forgets a finished one, and by stats readers.
+    pub(crate) lanes: Mutex<Vec<Arc<Lane>>>,
+    /// Bumped (Release) after each lane is registered; the worker compares
+    /// it with the count it last saw (Acquire) to refresh its list.
+    pub(crate) lanes_added: AtomicUsize,
+    /// Set by the worker before it parks, cleared when it wakes. Publishers
+    /// read it (Relaxed) after each push and unpark the worker if set. The
+    /// read is not ordered after the push, so a publisher racing with the
+    /// worker falling asleep can miss it: the worker's park has a timeout
+    /// (`worker::IDLE_PARK_MAX`) that bounds the delay, and records are
+    /// never lost, only late. Flush and shutdown requesters unpark
+    /// unconditionally. On its own cache line: read on every publish,
+    /// written only when the worker sleeps or wakes.
+    pub(crate) sleeping: CacheLine<AtomicBool>,
+    /// The worker's thread, to unpark it.
+    pub(crate) thread: OnceLock<thread::Thread>,
     /// The worker's control channel (flush, shutdown); never evicted.
     pub(crate) ctrl: crossbeam_channel::Sender<worker::Control>,
     pub(crate) counters: Counters,
@@ -420,7 +457,7 @@ impl SubShared {
         let dead_lettered = Counters::get(&c.dead_lettered);
         let lost = Counters::get(&c.lost);
         let taken = Counters::get(&c.taken);
-        let queued = self.queue.len() as u64;
+        let queued = (self.queue.len() + self.lanes_len()) as u64;
         let dropped = Counters::get(&c.dropped);
         let in_hand = taken.saturating_sub(written + dead_lettered + lost);
         // `matched` counts records at enqueue time; a record in the worker's
@@ -438,14 +475,82 @@ impl SubShared {
         }
     }
 
-    /// Waits until no publisher is inside the gate.
+    /// Records queued in all lanes now.
+    fn lanes_len(&self) -> usize {
+        lock(&self.lanes).iter().map(|lane| lane.len()).sum()
+    }
+
+    /// A new lane into this subscription for the calling thread.
+    pub(crate) fn new_lane(&self) -> LaneProducer {
+        let (lane, producer) = Lane::create(self.capacity, Arc::clone(&self.budget));
+        lock(&self.lanes).push(lane);
+        // Release: the registration above happens before a worker that
+        // sees the new count locks the list.
+        self.lanes_added.fetch_add(1, Ordering::Release);
+        producer
+    }
+
+    /// Enqueues `record` through the calling thread's lane.
+    pub(crate) fn push_lane(&self, lane: &mut LaneProducer, record: Arc<Record>) {
+        self.queue
+            .push_lane(lane, record, &self.counters, || self.wake());
+        self.wake_if_sleeping();
+    }
+
+    /// Enqueues `record` through the shared queue.
+    pub(crate) fn push_shared(&self, record: Arc<Record>) {
+        self.queue.push(record, &self.counters);
+        self.wake_if_sleeping();
+    }
+
+    /// Unparks the worker if it said it is going to sleep.
+    pub(crate) fn wake_if_sleeping(&self) {
+        // Relaxed: see `sleeping`.
+        if self.sleeping.load(Ordering::Relaxed) {
+            self.wake();
+        }
+    }
+
+    /// Unparks the worker (it parks again if there is nothing to do).
+    pub(crate) fn wake(&self) {
+        if let Some(thread) = self.thread.get() {
+            thread.unpark();
+        }
+    }
+
+    /// Waits until no publisher is inside the gate: neither a lane's
+    /// producer (its `busy` flag) nor a pusher into the shared queue (`gate`).
+    /// Called after the broker's generation was bumped (SeqCst).
+    ///
+    /// The protocol, for lanes: a publisher stores `busy = true`, issues a
+    /// `SeqCst` fence, then loads the generation; we store the generation
+    /// (`SeqCst`), then load each `busy` (`SeqCst`). In the single total
+    /// order of `SeqCst` operations either our load comes after the
+    /// publisher's fence (we see `busy` and wait for it) or its generation
+    /// load comes after our store (it sees the new generation and routes
+    /// again). A lane registered after we copied the list was registered
+    /// under the same mutex after our bump, so its publisher sees the new
+    /// generation too.
+    ///
+    /// A reconfiguration made from inside a log call (a predicate or a
+    /// `Display` impl) skips its own thread's lanes: that publisher checks
+    /// the generation again before it enqueues.
     ///
     /// Publishers never block under the drop policies, so this is short; under
     /// `Block` it lasts until the worker has made room for them.
     pub(crate) fn wait_gate_closed(&self, deadline: Option<std::time::Instant>) -> bool {
+        let own = crate::log_backend::in_log_call().then(|| thread::current().id());
+        let lanes: Vec<Arc<Lane>> = lock(&self.lanes).clone();
         let mut spins = 0u32;
-        // SeqCst: pairs with the publisher's SeqCst increment (see `gate`).
-        while self.gate.load(Ordering::SeqCst) != 0 {
+        loop {
+            // SeqCst: pairs with the publisher's SeqCst increment (see `gate`).
+            let busy = self.gate.load(Ordering::SeqCst) != 0
+                || lanes
+                    .iter()
+                    .any(|lane| lane.is_busy() && Some(lane.owner()) != own);
+            if !busy {
+                return true;
+            }
             if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                 return false;
             }
@@ -453,10 +558,9 @@ impl SubShared {
             if spins < 64 {
                 std::hint::spin_loop();
             } else {
-                crate::sync::thread::yield_now();
+                thread::yield_now();
             }
         }
-        true
     }
 }
 

@@ -1,5 +1,20 @@
-//! The bounded queue of one subscription, and drop-oldest built on
-//! crossbeam-channel.
+//! The queue of one subscription: the publishers' lanes and a shared
+//! crossbeam channel, under one overflow policy.
+//!
+//! A publisher with a thread-local route view (every log call, in practice)
+//! pushes into its own lane (`lane.rs`): one single-producer ring per
+//! (thread, subscription), with no read-modify-write on the caller's path.
+//! All lanes of a subscription draw on one [`Budget`](super::Budget) of
+//! `capacity` places, so the subscription holds at most `capacity` records
+//! (plus, per publishing thread, the few places it reserved and has not
+//! used: at most 31 with the default capacity). Under drop-oldest a
+//! publisher evicts the oldest record *of its own lane*; if it has none (the
+//! other threads hold every place) its new record is the one dropped. The
+//! worker merges the lanes in `seq` order.
+//!
+//! The shared channel takes what has no lane: dead letters that other
+//! workers push, and log calls made after a thread's locals were destroyed.
+//! Drop-oldest on it works as follows.
 //!
 //! crossbeam-channel has no eviction of its own (crossbeam issue #400; the
 //! proposal in PR #1135 was not merged), so drop-oldest is ours: the queue
@@ -30,18 +45,22 @@
 //! Control messages (flush, shutdown) never travel through this queue (they
 //! have their own channel, see `worker.rs`), so eviction cannot lose them.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
 
+use super::lane::LaneProducer;
 use super::{Counters, OverflowPolicy};
 use crate::appenders::Record;
-use crate::sync::{Arc, Ordering};
+use crate::sync::{thread, Arc, Ordering};
 
 /// How many times a drop-oldest publisher evicts and retries before it drops
 /// its own record instead. One attempt succeeds unless other publishers race
 /// us for the freed slot; 4 keeps the worst case to a few hundred ns.
 const EVICT_ATTEMPTS: usize = 4;
+
+/// How long a publisher blocked on a full lane sleeps between looks.
+const BLOCK_NAP: Duration = Duration::from_micros(50);
 
 /// A subscription's bounded queue of shared records.
 pub(crate) struct Queue {
@@ -78,7 +97,8 @@ impl Queue {
     /// ends up in the queue or counted in `counters.dropped`.
     pub(crate) fn push(&self, record: Arc<Record>, counters: &Counters) {
         if let Some(max) = self.max_bytes {
-            if !self.reserve_bytes(&record, max, counters) {
+            let evict = || self.evict_rx.try_recv().ok();
+            if !self.reserve_bytes(&record, max, counters, evict) {
                 return;
             }
         }
@@ -97,6 +117,101 @@ impl Queue {
                 }
             }
             OverflowPolicy::BlockTimeout(timeout) => self.push_timeout(record, timeout, counters),
+        }
+    }
+
+    /// Enqueues `record` into the publisher's own lane (see `lane.rs`) under
+    /// the overflow policy. Every record handed in ends up in the lane or
+    /// counted in `counters.dropped`. `wake` rouses the worker while we wait
+    /// for room under the blocking policies.
+    pub(crate) fn push_lane(
+        &self,
+        lane: &mut LaneProducer,
+        record: Arc<Record>,
+        counters: &Counters,
+        wake: impl Fn(),
+    ) {
+        if let Some(max) = self.max_bytes {
+            if !self.reserve_bytes(&record, max, counters, || lane.evict_oldest()) {
+                return;
+            }
+        }
+        let mut record = record;
+        match self.policy {
+            OverflowPolicy::DropOldest => {
+                // Only we push into our lane, so once an eviction succeeded
+                // the next push does; the bound is for form's sake.
+                for _ in 0..EVICT_ATTEMPTS {
+                    match lane.try_push(record) {
+                        Ok(()) => return,
+                        Err(r) => {
+                            record = r;
+                            // Counted before the eviction, as in
+                            // `push_drop_oldest`: no observer sees the
+                            // evicted record neither queued nor counted.
+                            Counters::add(&counters.dropped, 1);
+                            match lane.evict_oldest() {
+                                Some(oldest) => {
+                                    self.release_bytes(&oldest, counters);
+                                    counters.stamp_first_drop();
+                                }
+                                None => Counters::sub(&counters.dropped, 1),
+                            }
+                        }
+                    }
+                }
+                self.discard(&record, counters);
+            }
+            OverflowPolicy::DropNewest => {
+                if let Err(r) = lane.try_push(record) {
+                    self.discard(&r, counters);
+                }
+            }
+            OverflowPolicy::Block => self.push_lane_waiting(lane, record, None, counters, wake),
+            OverflowPolicy::BlockTimeout(timeout) => {
+                let deadline = Instant::now().checked_add(timeout);
+                self.push_lane_waiting(lane, record, deadline, counters, wake);
+            }
+        }
+    }
+
+    /// Waits for room in a full lane (the blocking policies), until
+    /// `deadline` if there is one; then counts the record as dropped.
+    fn push_lane_waiting(
+        &self,
+        lane: &mut LaneProducer,
+        record: Arc<Record>,
+        deadline: Option<Instant>,
+        counters: &Counters,
+        wake: impl Fn(),
+    ) {
+        let mut record = record;
+        let mut step = 0u32;
+        loop {
+            match lane.try_push(record) {
+                Ok(()) => return,
+                Err(r) => record = r,
+            }
+            wake();
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                self.discard(&record, counters);
+                return;
+            }
+            // The worker frees room a batch at a time, so a short wait
+            // usually suffices; past that, sleep briefly rather than spin on
+            // a core the worker may need.
+            if step < 6 {
+                for _ in 0..(1 << step) {
+                    std::hint::spin_loop();
+                }
+            } else if step < 10 {
+                thread::yield_now();
+            } else {
+                let nap = deadline.map_or(BLOCK_NAP, |d| (d - now).min(BLOCK_NAP));
+                thread::sleep(nap);
+            }
+            step = step.saturating_add(1);
         }
     }
 
@@ -153,7 +268,13 @@ impl Queue {
     /// Accounts the bytes of `record`; under the byte bound, evicts (drop
     /// oldest) or refuses (the other policies) when it would not fit.
     /// Returns whether the record may be sent.
-    fn reserve_bytes(&self, record: &Record, max: usize, counters: &Counters) -> bool {
+    fn reserve_bytes(
+        &self,
+        record: &Record,
+        max: usize,
+        counters: &Counters,
+        mut evict: impl FnMut() -> Option<Arc<Record>>,
+    ) -> bool {
         let size = record.approx_size();
         // Relaxed: a statistic-like budget; exceeding it by a few records
         // under a race is acceptable, it bounds memory, not correctness.
@@ -161,9 +282,7 @@ impl Queue {
         let mut attempts = 0;
         while used > max && used != size {
             let evicted = match self.policy {
-                OverflowPolicy::DropOldest if attempts < EVICT_ATTEMPTS * 4 => {
-                    self.evict_rx.try_recv().ok()
-                }
+                OverflowPolicy::DropOldest if attempts < EVICT_ATTEMPTS * 4 => evict(),
                 _ => None,
             };
             match evicted {

@@ -2,16 +2,17 @@
 //! appender, flush when the queue runs empty, answer control messages.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::{select_biased, Receiver, Sender};
+use crossbeam_channel::{Receiver, Sender, TryRecvError, TrySendError};
 
 use std::borrow::Cow;
 
-use super::{Counters, SubShared};
+use super::{Counters, Lane, SubShared};
 use crate::appenders::{AppendError, Appender, BatchError, Level, Operation, Record, Topic, Value};
+use crate::recycle::Recycled;
 use crate::retry::{Breaker, CircuitBreaker, Gate, RetryPolicy};
-use crate::sync::{thread, Arc, AtomicU64, OnceLock, Ordering};
+use crate::sync::{thread, Arc, AtomicU64, CacheLine, OnceLock, Ordering};
 
 /// Where a worker sends the records its appender failed.
 #[derive(Debug, Clone)]
@@ -26,6 +27,26 @@ pub(crate) enum DeadLetters {
 /// enough that a flood is written in few system calls, small enough that the
 /// first records of a burst reach the file quickly.
 pub(crate) const BATCH: usize = 512;
+
+/// How many records a worker hands back to the publishers' pool at a time:
+/// a publisher then takes a whole batch with one channel operation.
+pub(crate) const RECYCLE_BATCH: usize = 64;
+
+/// An idle worker parks for this long first, doubling up to
+/// [`IDLE_PARK_MAX`] while nothing arrives. Publishers unpark it, so these
+/// only bound the delay of a record whose publisher raced with the worker
+/// falling asleep (see `SubShared::sleeping`), and how often an idle worker
+/// wakes: right after activity, when that race can happen, the bound is
+/// short; after a long quiet spell the worker's flag has long been visible
+/// and the race cannot happen.
+const IDLE_PARK_MIN: Duration = Duration::from_millis(1);
+
+/// The longest an idle worker parks before it looks again.
+pub(crate) const IDLE_PARK_MAX: Duration = Duration::from_millis(100);
+
+/// How many times an idle worker looks for work, spinning then yielding,
+/// before it parks: a flood's publisher usually refills the lane within.
+const SPIN_ROUNDS: u32 = 16;
 
 /// A request to the worker, on its control channel, never evicted.
 #[derive(Debug)]
@@ -43,22 +64,13 @@ pub(crate) struct WorkerHandle {
     pub(crate) thread: thread::JoinHandle<()>,
 }
 
-/// Where the worker is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum WorkerState {
-    /// Waiting for records or control messages.
-    Running,
-    /// Told to shut down: write what is queued, flush, exit.
-    Draining,
-}
-
 pub(crate) struct Worker {
     appender: Box<dyn Appender>,
     data: Receiver<Arc<Record>>,
     ctrl: Receiver<Control>,
     shared: Arc<SubShared>,
     /// The broker's sequence counter, for the synthetic drop-summary records.
-    seq: Arc<AtomicU64>,
+    seq: Arc<CacheLine<AtomicU64>>,
     batch: Vec<Arc<Record>>,
     /// Drops already reported in a summary record.
     reported_drops: u64,
@@ -69,8 +81,17 @@ pub(crate) struct Worker {
     dead_letters: DeadLetters,
     /// The last failure, quoted when the breaker skips the appender.
     last_error: Option<String>,
-    /// Where records nobody else holds go back for publishers to reuse.
-    pool: Sender<Arc<Record>>,
+    /// Where records nobody else holds go back for publishers to reuse, a
+    /// batch at a time.
+    pool: Sender<Vec<Recycled>>,
+    /// Records to hand back, filled up to [`RECYCLE_BATCH`].
+    recycled: Vec<Recycled>,
+    /// The lanes this worker drains: the subscription's list as of
+    /// `lanes_seen` registrations, minus the finished ones it forgot.
+    lanes: Vec<Arc<Lane>>,
+    lanes_seen: usize,
+    /// Scratch for merging the lanes: each lane's oldest `seq`.
+    heads: Vec<Option<u64>>,
 }
 
 /// How a worker treats failures.
@@ -98,7 +119,7 @@ pub(crate) struct WorkerChannels {
     /// Dropped when the worker thread ends: disconnects the `done` receiver.
     pub(crate) done: Sender<()>,
     /// The broker's pool of records to recycle.
-    pub(crate) pool: Sender<Arc<Record>>,
+    pub(crate) pool: Sender<Vec<Recycled>>,
 }
 
 /// Spawns the worker thread `logbus-<name>`.
@@ -106,7 +127,7 @@ pub(crate) fn spawn(
     appender: Box<dyn Appender>,
     channels: WorkerChannels,
     shared: Arc<SubShared>,
-    seq: Arc<AtomicU64>,
+    seq: Arc<CacheLine<AtomicU64>>,
     failures: FailurePolicy,
 ) -> std::io::Result<WorkerHandle> {
     let name = format!("logbus-{}", shared.name);
@@ -125,11 +146,16 @@ pub(crate) fn spawn(
         dead_letters: failures.dead_letters,
         last_error: None,
         pool: channels.pool,
+        recycled: Vec::with_capacity(RECYCLE_BATCH),
+        lanes: Vec::new(),
+        lanes_seen: 0,
+        heads: Vec::new(),
     };
     let thread = thread::Builder::new().name(name).spawn(move || {
         // Dropped when the thread ends, however it ends: disconnects `done`.
         let _done = done_tx;
         crate::log_backend::mark_worker_thread();
+        let _ = worker.shared.thread.set(thread::current());
         worker.run();
     })?;
     Ok(WorkerHandle { thread })
@@ -137,41 +163,182 @@ pub(crate) fn spawn(
 
 impl Worker {
     fn run(mut self) {
-        let mut state = WorkerState::Running;
-        while state == WorkerState::Running {
+        let mut park = IDLE_PARK_MIN;
+        loop {
             // Control first: a flush or shutdown must not wait behind a flood.
-            select_biased! {
-                recv(self.ctrl) -> msg => match msg {
-                    Ok(Control::Flush(ack)) => {
-                        // Everything enqueued before the flush request is
-                        // among the first `len` records now queued (FIFO;
-                        // evictions only remove from the head).
-                        let pending = self.data.len();
-                        self.drain(Some(pending));
-                        self.idle();
-                        let _ = ack.send(()); // the flusher may have timed out
-                    }
-                    Ok(Control::Shutdown) | Err(_) => state = WorkerState::Draining,
-                },
-                recv(self.data) -> msg => {
-                    if let Ok(record) = msg {
-                        self.batch.push(record);
-                        self.fill_batch(BATCH);
-                        self.write_batch();
-                        if self.data.is_empty() {
-                            self.idle();
+            match self.ctrl.try_recv() {
+                Ok(Control::Flush(ack)) => {
+                    self.flush_barrier();
+                    self.idle();
+                    let _ = ack.send(()); // the flusher may have timed out
+                    continue;
+                }
+                Ok(Control::Shutdown) | Err(TryRecvError::Disconnected) => break,
+                Err(TryRecvError::Empty) => {}
+            }
+            if self.take_batch() > 0 {
+                self.write_batch();
+                park = IDLE_PARK_MIN;
+                continue;
+            }
+            // Nothing queued: report drops and flush the appender, then wait.
+            self.idle();
+            self.forget_finished_lanes();
+            if self.spin_for_work() {
+                continue;
+            }
+            // SeqCst: our later loads of the lanes' tails are not reordered
+            // before this store (the other half is `wake_if_sleeping`).
+            self.shared.sleeping.store(true, Ordering::SeqCst);
+            if !self.has_work() {
+                thread::park_timeout(park);
+                park = if self.has_work() {
+                    IDLE_PARK_MIN
+                } else {
+                    (park * 2).min(IDLE_PARK_MAX)
+                };
+            }
+            // Relaxed: a hint for publishers; see `SubShared::sleeping`.
+            self.shared.sleeping.store(false, Ordering::Relaxed);
+        }
+        // Draining: no publisher can enqueue any more (the gate is closed),
+        // so "empty" is final.
+        while self.take_batch() > 0 {
+            self.write_batch();
+        }
+        self.idle();
+        self.hand_back_recycled();
+    }
+
+    /// Looks for work a few times, spinning then yielding; true if found.
+    fn spin_for_work(&mut self) -> bool {
+        for round in 0..SPIN_ROUNDS {
+            if self.has_work() {
+                return true;
+            }
+            if round < SPIN_ROUNDS / 2 {
+                for _ in 0..64 {
+                    std::hint::spin_loop();
+                }
+            } else {
+                thread::yield_now();
+            }
+        }
+        false
+    }
+
+    /// Whether a control message, a queued record or a new lane is waiting.
+    fn has_work(&self) -> bool {
+        !self.ctrl.is_empty()
+            || !self.data.is_empty()
+            // Acquire: pairs with `new_lane`'s Release increment.
+            || self.shared.lanes_added.load(Ordering::Acquire) != self.lanes_seen
+            || self.lanes.iter().any(|lane| lane.len() > 0)
+    }
+
+    /// Picks up lanes registered since we last looked.
+    fn refresh_lanes(&mut self) {
+        // Acquire: pairs with `new_lane`'s Release increment.
+        let added = self.shared.lanes_added.load(Ordering::Acquire);
+        if added != self.lanes_seen {
+            self.lanes_seen = added;
+            self.lanes
+                .clone_from(&crate::sync::lock(&self.shared.lanes));
+        }
+    }
+
+    /// Forgets lanes whose publisher is gone and which are drained.
+    fn forget_finished_lanes(&mut self) {
+        if !self.lanes.iter().any(|lane| lane.is_finished()) {
+            return;
+        }
+        let mut registry = crate::sync::lock(&self.shared.lanes);
+        registry.retain(|lane| !lane.is_finished());
+        self.lanes.clone_from(&registry);
+    }
+
+    /// Takes up to a batch of queued records, from the shared queue and then
+    /// from the lanes merged in `seq` order; returns how many.
+    ///
+    /// Each lane is in `seq` order already (one thread's records), so a
+    /// k-way merge on the lanes' oldest `seq` gives the appender the records
+    /// of all threads in `seq` order, as one shared queue would: repeatedly
+    /// take, from the lane with the lowest oldest `seq`, the run of records
+    /// below the next lane's oldest `seq`.
+    fn take_batch(&mut self) -> usize {
+        self.refresh_lanes();
+        self.fill_from_shared(BATCH);
+        if let [lane] = self.lanes.as_slice() {
+            lane.take(BATCH - self.batch.len(), &mut self.batch);
+            return self.batch.len();
+        }
+        // The oldest `seq` of each lane, read once and then again only for
+        // the lane we took from: the other lanes' oldest records stay put
+        // (or are evicted, which only makes our value a harmless
+        // underestimate). Lanes that were empty wait for the next batch.
+        let mut heads = std::mem::take(&mut self.heads);
+        heads.clear();
+        heads.extend(self.lanes.iter().map(|lane| lane.peek_seq()));
+        while self.batch.len() < BATCH {
+            let mut lowest: Option<(usize, u64)> = None;
+            let mut next = u64::MAX;
+            for (i, head) in heads.iter().enumerate() {
+                let Some(seq) = *head else { continue };
+                match lowest {
+                    Some((_, low)) if seq >= low => next = next.min(seq),
+                    _ => {
+                        if let Some((_, low)) = lowest {
+                            next = next.min(low);
                         }
+                        lowest = Some((i, seq));
                     }
                 }
             }
+            let Some((i, _)) = lowest else { break };
+            let room = BATCH - self.batch.len();
+            self.lanes[i].take_below(next, room, &mut self.batch);
+            heads[i] = self.lanes[i].peek_seq();
         }
-        // Draining: no publisher can enqueue any more, so "empty" is final.
-        self.drain(None);
-        self.idle();
+        self.heads = heads;
+        self.batch.len()
     }
 
-    /// Takes up to `max` more queued records into the batch without blocking.
-    fn fill_batch(&mut self, max: usize) {
+    /// Writes every record queued before the flush request: the first `len`
+    /// records of the shared queue (FIFO; evictions only remove from the
+    /// head), and in each lane the records below the `tail` it had then.
+    fn flush_barrier(&mut self) {
+        let pending = self.data.len();
+        self.refresh_lanes();
+        let marks: Vec<(Arc<Lane>, usize)> = self
+            .lanes
+            .iter()
+            .map(|lane| (Arc::clone(lane), lane.tail()))
+            .collect();
+        self.drain_shared(pending);
+        for (lane, mark) in marks {
+            loop {
+                let head = lane.head();
+                if head >= mark {
+                    break;
+                }
+                let want = (mark - head).min(BATCH - self.batch.len());
+                // 0 only if a publisher evicted everything up to `mark`.
+                if lane.take(want, &mut self.batch) == 0 {
+                    break;
+                }
+                if self.batch.len() >= BATCH {
+                    self.write_batch();
+                }
+            }
+        }
+        if !self.batch.is_empty() {
+            self.write_batch();
+        }
+    }
+
+    /// Takes up to `max` more records from the shared queue into the batch
+    /// without blocking.
+    fn fill_from_shared(&mut self, max: usize) {
         while self.batch.len() < max {
             match self.data.try_recv() {
                 Ok(record) => self.batch.push(record),
@@ -180,17 +347,41 @@ impl Worker {
         }
     }
 
-    /// Writes queued records: at most `limit` of them, or all until the queue
-    /// is empty.
-    fn drain(&mut self, limit: Option<usize>) {
-        let mut left = limit.unwrap_or(usize::MAX);
+    /// Writes at most `limit` records from the shared queue.
+    fn drain_shared(&mut self, limit: usize) {
+        let mut left = limit;
         while left > 0 {
-            self.fill_batch(BATCH.min(left));
+            self.fill_from_shared(BATCH.min(left));
             if self.batch.is_empty() {
                 break;
             }
             left -= self.batch.len();
             self.write_batch();
+        }
+    }
+
+    /// Hands a record nobody else holds back to the publishers' pool.
+    fn recycle(&mut self, record: Arc<Record>) {
+        let Some(record) = Recycled::new(record) else {
+            return; // another subscription still holds it
+        };
+        self.recycled.push(record);
+        if self.recycled.len() >= RECYCLE_BATCH {
+            self.hand_back_recycled();
+        }
+    }
+
+    /// Sends the recycled records to the pool; if it is full they are freed.
+    fn hand_back_recycled(&mut self) {
+        if self.recycled.is_empty() {
+            return;
+        }
+        let full = std::mem::replace(&mut self.recycled, Vec::with_capacity(RECYCLE_BATCH));
+        if let Err(TrySendError::Full(mut back) | TrySendError::Disconnected(mut back)) =
+            self.pool.try_send(full)
+        {
+            back.clear();
+            self.recycled = back;
         }
     }
 
@@ -286,15 +477,11 @@ impl Worker {
         }
         self.publish_breaker_state();
         self.dirty = true;
-        // Give back the records only we still hold (the count cannot rise:
-        // nobody else has a reference to clone from), and keep the batch's
+        // Give back the records only we still hold, and keep the batch's
         // allocation for the next batch.
         let mut batch = batch;
         for record in batch.drain(..) {
-            if Arc::strong_count(&record) == 1 {
-                // Full: the pool has enough; the record is freed.
-                let _ = self.pool.try_send(record);
-            }
+            self.recycle(record);
         }
         self.batch = batch;
     }
@@ -384,7 +571,7 @@ impl Worker {
         // The dead-letter queue is ours to push into like a publisher's: enter
         // its gate so its shutdown waits for us (see `SubShared::gate`).
         route.gate.fetch_add(1, Ordering::SeqCst);
-        route.queue.push(Arc::new(letter), &route.counters);
+        route.push_shared(Arc::new(letter));
         route.gate.fetch_sub(1, Ordering::Release);
     }
 
