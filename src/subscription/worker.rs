@@ -268,6 +268,12 @@ impl Worker {
     fn take_batch(&mut self) -> usize {
         self.refresh_lanes();
         self.fill_from_shared(BATCH);
+        self.take_lanes()
+    }
+
+    /// Fills the batch from the lanes, merged in `seq` order; returns the
+    /// batch's length.
+    fn take_lanes(&mut self) -> usize {
         if let [lane] = self.lanes.as_slice() {
             lane.take(BATCH - self.batch.len(), &mut self.batch);
             return self.batch.len();
@@ -315,23 +321,13 @@ impl Worker {
             .map(|lane| (Arc::clone(lane), lane.tail()))
             .collect();
         self.drain_shared(pending);
-        for (lane, mark) in marks {
-            loop {
-                let head = lane.head();
-                if head >= mark {
-                    break;
-                }
-                let want = (mark - head).min(BATCH - self.batch.len());
-                // 0 only if a publisher evicted everything up to `mark`.
-                if lane.take(want, &mut self.batch) == 0 {
-                    break;
-                }
-                if self.batch.len() >= BATCH {
-                    self.write_batch();
-                }
+        // Merged as usual (records published after the request may come
+        // along); each round takes the lowest `seq`s first, so the marks
+        // are reached.
+        while marks.iter().any(|(lane, mark)| lane.head() < *mark) {
+            if self.take_lanes() == 0 {
+                break; // cannot happen: a lane below its mark is not empty
             }
-        }
-        if !self.batch.is_empty() {
             self.write_batch();
         }
     }

@@ -1,0 +1,204 @@
+//! Per-thread lanes (see `src/subscription/lane.rs`): what they must not
+//! change about delivery. Records of several threads still reach an
+//! appender in `seq` order, the capacity still bounds the subscription as a
+//! whole, records of threads that exited are delivered, an idle worker
+//! wakes for a record without a flush, and a reconfiguration from inside a
+//! log call does not wait for its own thread.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use logbus::{OverflowPolicy, Subscription};
+
+#[test]
+fn records_of_several_threads_reach_the_appender_in_seq_order() {
+    let broker = common::broker();
+    let (appender, gate) = common::GatedAppender::new();
+    broker
+        .subscribe(Subscription::builder("sorted", appender).capacity(4096))
+        .unwrap();
+    // The worker takes the first record and stalls on it, so everything
+    // the threads publish next is queued before the worker merges it.
+    log::info!(logger: &broker, target: "app", "first");
+    common::recv(&gate.entered, "the worker to stall");
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let broker = &broker;
+            s.spawn(move || {
+                for i in 0..500 {
+                    log::info!(logger: broker, target: "app", "{t}:{i}");
+                }
+            });
+        }
+    });
+    gate.open();
+    broker.flush().unwrap();
+    let s = broker.stats().subscriptions["sorted"];
+    assert_eq!((s.matched, s.written, s.dropped), (2001, 2001, 0), "{s:?}");
+    let seqs: Vec<u64> = gate.captured.records().iter().map(|r| r.seq()).collect();
+    assert_eq!(seqs.len(), 2001);
+    let bad: Vec<_> = seqs
+        .windows(2)
+        .enumerate()
+        .filter(|(_, w)| w[0] >= w[1])
+        .take(5)
+        .collect();
+    assert!(bad.is_empty(), "records out of seq order: {bad:?}");
+}
+
+#[test]
+fn the_capacity_bounds_all_threads_together() {
+    let broker = common::broker();
+    let (appender, gate) = common::GatedAppender::new();
+    // Under 128, places are taken one at a time: the bound is exact.
+    broker
+        .subscribe(Subscription::builder("small", appender).capacity(64))
+        .unwrap();
+    log::info!(logger: &broker, target: "app", "stalls the worker");
+    common::recv(&gate.entered, "the worker to stall");
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let broker = &broker;
+            s.spawn(move || {
+                for i in 0..100 {
+                    log::info!(logger: broker, target: "app", "{t}:{i}");
+                }
+            });
+        }
+    });
+    // 64 queued in all, plus the one in the worker's hands; the other 336
+    // were dropped, each counted once.
+    let s = broker.stats().subscriptions["small"];
+    assert_eq!(
+        (s.matched, s.in_queue, s.dropped, s.written),
+        (401, 65, 336, 0),
+        "{s:?}"
+    );
+    gate.open();
+    broker.flush().unwrap();
+    let s = broker.stats().subscriptions["small"];
+    assert_eq!(
+        (s.matched, s.in_queue, s.dropped, s.written),
+        (401, 0, 336, 65),
+        "{s:?}"
+    );
+}
+
+#[test]
+fn drop_newest_and_block_keep_the_bound_across_threads() {
+    for policy in [OverflowPolicy::DropNewest, OverflowPolicy::Block] {
+        let broker = common::broker();
+        let (appender, gate) = common::GatedAppender::new();
+        broker
+            .subscribe(
+                Subscription::builder("bounded", appender)
+                    .capacity(32)
+                    .overflow(policy),
+            )
+            .unwrap();
+        log::info!(logger: &broker, target: "app", "stalls the worker");
+        common::recv(&gate.entered, "the worker to stall");
+        let per = if policy == OverflowPolicy::Block {
+            16
+        } else {
+            50
+        };
+        std::thread::scope(|s| {
+            let publishers: Vec<_> = (0..2)
+                .map(|t| {
+                    let broker = &broker;
+                    s.spawn(move || {
+                        for i in 0..per {
+                            log::info!(logger: broker, target: "app", "{t}:{i}");
+                        }
+                    })
+                })
+                .collect();
+            for publisher in publishers {
+                publisher.join().unwrap();
+            }
+        });
+        let s = broker.stats().subscriptions["bounded"];
+        let queued = 2 * per;
+        let expected = if policy == OverflowPolicy::Block {
+            (1 + queued, 1 + queued, 0) // 32 fit exactly: nobody waited
+        } else {
+            (1 + queued, 1 + 32, queued - 32)
+        };
+        assert_eq!((s.matched, s.in_queue, s.dropped), expected, "{policy:?}");
+        gate.open();
+        broker.flush().unwrap();
+        let s = broker.stats().subscriptions["bounded"];
+        assert_eq!(s.written + s.dropped, s.matched, "{policy:?}: {s:?}");
+        assert_eq!(s.in_queue, 0, "{policy:?}");
+    }
+}
+
+#[test]
+fn records_of_threads_that_exited_are_all_written() {
+    let broker = common::broker();
+    let (appender, captured) = logbus::Memory::new();
+    broker
+        .subscribe(Subscription::builder("mem", appender))
+        .unwrap();
+    for t in 0..50 {
+        let handle = broker.handle();
+        std::thread::spawn(move || {
+            for i in 0..10 {
+                log::info!(logger: &handle, target: "app", "{t}:{i}");
+            }
+        })
+        .join()
+        .unwrap();
+    }
+    broker.flush().unwrap();
+    let s = broker.stats().subscriptions["mem"];
+    assert_eq!((s.matched, s.written, s.in_queue), (500, 500, 0), "{s:?}");
+    assert_eq!(common::user_messages(&captured).len(), 500);
+}
+
+#[test]
+fn an_idle_worker_wakes_for_a_record_without_a_flush() {
+    let broker = common::broker();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let (appender, _captured) = common::HookAppender::new(move |r: &logbus::Record| {
+        let _ = tx.send(r.message().to_owned());
+    });
+    broker
+        .subscribe(Subscription::builder("hook", appender))
+        .unwrap();
+    // Each record is published after the previous one was written, so the
+    // worker has gone idle (and, usually, parked) in between.
+    for i in 0..5 {
+        log::info!(logger: &broker, target: "app", "ping {i}");
+        assert_eq!(common::recv(&rx, "the record"), format!("ping {i}"));
+    }
+}
+
+#[test]
+fn unsubscribing_from_inside_a_predicate_does_not_wait_for_its_own_thread() {
+    let broker = common::broker();
+    let (a, a_captured) = logbus::Memory::new();
+    let (b, _b_captured) = logbus::Memory::new();
+    broker.subscribe(Subscription::builder("b", b)).unwrap();
+    let handle = broker.handle();
+    let removed = Arc::new(Mutex::new(None));
+    let slot = Arc::clone(&removed);
+    broker
+        .subscribe(Subscription::builder("a", a).filter(move |_| {
+            // Runs on the publishing thread while it routes to "a" and "b".
+            let mut slot = slot.lock().unwrap();
+            if slot.is_none() {
+                *slot = Some(handle.unsubscribe("b").is_ok());
+            }
+            true
+        }))
+        .unwrap();
+    log::info!(logger: &broker, target: "app", "routes to a and b");
+    broker.flush().unwrap();
+    assert_eq!(*removed.lock().unwrap(), Some(true));
+    // Routed again after the removal: "a" has it, "b" is gone.
+    assert_eq!(common::user_messages(&a_captured), ["routes to a and b"]);
+    assert!(!broker.stats().subscriptions.contains_key("b"));
+}
