@@ -44,6 +44,12 @@ const IDLE_PARK_MIN: Duration = Duration::from_millis(1);
 /// The longest an idle worker parks before it looks again.
 pub(crate) const IDLE_PARK_MAX: Duration = Duration::from_millis(100);
 
+/// A batch smaller than this waits up to [`LINGER`] for more records.
+const LINGER_BATCH: usize = 128;
+
+/// How long a small batch waits for more records before it is written.
+const LINGER: Duration = Duration::from_micros(20);
+
 /// How many times an idle worker looks for work, spinning then yielding,
 /// before it parks: a flood's publisher usually refills the lane within.
 const SPIN_ROUNDS: u32 = 16;
@@ -177,6 +183,7 @@ impl Worker {
                 Err(TryRecvError::Empty) => {}
             }
             if self.take_batch() > 0 {
+                self.linger();
                 self.write_batch();
                 park = IDLE_PARK_MIN;
                 continue;
@@ -208,6 +215,29 @@ impl Worker {
         }
         self.idle();
         self.hand_back_recycled();
+    }
+
+    /// Waits up to [`LINGER`] for a small batch to grow to [`LINGER_BATCH`]
+    /// records while records keep arriving: under a flood, one write then
+    /// carries a few hundred records instead of a few dozen. A control
+    /// message ends the wait.
+    fn linger(&mut self) {
+        if self.batch.len() >= LINGER_BATCH {
+            return;
+        }
+        let deadline = Instant::now() + LINGER;
+        while self.batch.len() < LINGER_BATCH && self.ctrl.is_empty() {
+            let before = self.batch.len();
+            self.take_batch();
+            if self.batch.len() == before {
+                if Instant::now() >= deadline {
+                    return;
+                }
+                for _ in 0..64 {
+                    std::hint::spin_loop();
+                }
+            }
+        }
     }
 
     /// Looks for work a few times, spinning then yielding; true if found.
