@@ -18,7 +18,7 @@ use crate::subscription::worker::{self, Control, DeadLetters, FailurePolicy};
 use crate::subscription::PatternSource;
 use crate::subscription::{
     Budget, Counters, LaneProducer, Queue, SubShared, SubscriptionBuilder, SubscriptionHandle,
-    SubscriptionStats,
+    SubscriptionStats, MAX_CAPACITY,
 };
 use crate::sync::{
     lock, thread, Arc, AtomicBool, AtomicU64, AtomicUsize, CacheLine, Mutex, OnceLock, Ordering,
@@ -583,6 +583,12 @@ impl BrokerShared {
         if builder.capacity == 0 {
             return Err(SubscribeError::ZeroCapacity);
         }
+        if builder.capacity > MAX_CAPACITY {
+            return Err(SubscribeError::CapacityTooLarge {
+                capacity: builder.capacity,
+                max: MAX_CAPACITY,
+            });
+        }
         if config.shut_down {
             return Err(SubscribeError::ShutDown);
         }
@@ -881,19 +887,22 @@ impl BrokerShared {
     /// rest.
     fn make_record(
         &self,
-        stash: &mut Vec<Recycled>,
+        stash: Option<&mut Vec<Recycled>>,
         topic: Topic,
         fill: impl FnOnce(&mut Record),
     ) -> Arc<Record> {
         // Relaxed: see `seq`.
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
         let now = std::time::SystemTime::now();
-        if stash.is_empty() {
-            if let Ok(batch) = self.pool.1.try_recv() {
-                *stash = batch;
+        let recycled = stash.and_then(|stash| {
+            if stash.is_empty() {
+                if let Ok(batch) = self.pool.1.try_recv() {
+                    *stash = batch;
+                }
             }
-        }
-        match stash.pop() {
+            stash.pop()
+        });
+        match recycled {
             Some(recycled) => recycled.reuse(|record| {
                 record.recycle(topic, seq, now);
                 fill(record);
@@ -917,7 +926,7 @@ impl BrokerShared {
             // This thread's views are gone (a log call from a thread-local
             // destructor at thread exit): route through a temporary view, so
             // the record is still delivered or counted.
-            let mut view = route::BrokerView::new(self.id, self.snapshot());
+            let mut view = route::BrokerView::temporary(self.id, self.snapshot());
             self.publish_in(&mut view, level, target, &mut fill, &mut record);
         }
     }
@@ -925,12 +934,9 @@ impl BrokerShared {
     /// The body of [`publish`](BrokerShared::publish), on one view. `fill` is
     /// taken when the record is built; `record` holds it across a re-route.
     ///
-    /// The order matters for speed as much as for correctness: the one
-    /// `SeqCst` fence (the gate) comes before the record is written, so it
-    /// never waits for the stores into a recycled record (cache lines the
-    /// worker's core touched last), and after the record is written the
-    /// caller only makes plain stores, which the CPU retires without
-    /// waiting. See ARCHITECTURE.md ("The caller's path").
+    /// User code (formatting the message, predicates) runs before any gate
+    /// is entered, so a `Display` impl or predicate that panics or blocks can
+    /// never hold up an unsubscribe or a shutdown.
     fn publish_in<F: FnOnce(&mut Record)>(
         &self,
         view: &mut route::BrokerView,
@@ -946,6 +952,7 @@ impl BrokerShared {
                     route,
                     lanes,
                     stash,
+                    temporary,
                 } = view.lookup(level, target);
                 if route.entries.is_empty() {
                     return;
@@ -958,72 +965,50 @@ impl BrokerShared {
                     self.count_after_shutdown(snapshot, &route.entries);
                     return;
                 }
-                // Enter the gate of every subscription of the route: mark our
-                // lanes busy, then one fence (see `SubShared::wait_gate_closed`).
-                for &i in route.entries.iter() {
-                    let sub = &snapshot.entries[i as usize].sub;
-                    lanes[i as usize]
-                        .get_or_insert_with(|| sub.new_lane())
-                        .enter();
-                }
-                std::sync::atomic::fence(Ordering::SeqCst);
-                let leave = |lanes: &[Option<LaneProducer>]| {
-                    for &i in route.entries.iter() {
-                        if let Some(lane) = &lanes[i as usize] {
-                            lane.leave();
-                        }
+                let built: &Arc<Record> = match record {
+                    Some(r) => r,
+                    None => {
+                        let Some(fill) = fill.take() else { return };
+                        let stash = if temporary { None } else { Some(stash) };
+                        record.insert(self.make_record(stash, route.topic.clone(), fill))
                     }
                 };
+                let chosen = Chosen::new(snapshot, &route.entries, built);
+                // Enter the gate of each chosen subscription: mark our lanes
+                // busy, then one fence (see `SubShared::wait_gate_closed`).
+                let mut gate = LaneGate::enter(snapshot, lanes, chosen.ids(), temporary);
+                std::sync::atomic::fence(Ordering::SeqCst);
                 // Relaxed: ordered after the fence, which is the re-check
                 // half of the gate protocol.
                 if self.generation.load(Ordering::Relaxed) != snapshot.generation {
-                    leave(lanes);
                     true
                 } else if self.closed.load(Ordering::Relaxed) {
                     // Relaxed, after the fence: pairs with shutdown's SeqCst
                     // store (see `closed`).
-                    leave(lanes);
-                    self.count_after_shutdown(snapshot, &route.entries);
-                    return;
-                } else {
-                    let built: &Arc<Record> = match record {
-                        Some(r) => r,
-                        None => {
-                            let Some(fill) = fill.take() else {
-                                leave(lanes);
-                                return;
-                            };
-                            record.insert(self.make_record(stash, route.topic.clone(), fill))
-                        }
-                    };
-                    let chosen = Chosen::new(snapshot, &route.entries, built);
-                    // `fill` and the predicates are user code: if they
-                    // reconfigured this broker (on this thread, so the bump
-                    // is visible), route again rather than enqueue with a
-                    // stale decision. Acquire: pairs with the SeqCst bump.
-                    if self.generation.load(Ordering::Acquire) != snapshot.generation {
-                        leave(lanes);
-                        true
-                    } else {
-                        // The last subscription gets our reference itself:
-                        // one reference-count round trip fewer per record.
-                        let mut owned = record.take();
-                        let mut ids = chosen.ids().iter().peekable();
-                        while let Some(&i) = ids.next() {
-                            let shared = if ids.peek().is_none() {
-                                owned.take()
-                            } else {
-                                owned.clone()
-                            };
-                            let sub = &*snapshot.entries[i as usize].sub;
-                            if let (Some(shared), Some(lane)) = (shared, &mut lanes[i as usize]) {
-                                sub.push_lane(lane, shared);
-                            }
-                        }
-                        leave(lanes);
-                        false
+                    Counters::add(&self.dropped_after_shutdown, 1);
+                    for &i in chosen.ids() {
+                        snapshot.entries[i as usize].sub.counters.record_drops(1);
                     }
+                    *record = None;
+                    false
+                } else {
+                    // The last subscription gets our reference itself: one
+                    // reference-count round trip fewer per record.
+                    let mut owned = record.take();
+                    let mut ids = chosen.ids().iter().peekable();
+                    while let Some(&i) = ids.next() {
+                        let shared = if ids.peek().is_none() {
+                            owned.take()
+                        } else {
+                            owned.clone()
+                        };
+                        if let Some(shared) = shared {
+                            gate.push(i, shared);
+                        }
+                    }
+                    false
                 }
+                // `gate` drops here: the lanes leave, also on unwinding.
             };
             if !retry {
                 return;
@@ -1039,6 +1024,74 @@ impl BrokerShared {
             snapshot.entries[i as usize].sub.counters.record_drops(1);
         }
         Counters::add(&self.dropped_after_shutdown, 1);
+    }
+}
+
+/// The publisher's side of the gates of the subscriptions it enqueues into:
+/// its lanes' `busy` flags, set by `enter` and cleared when dropped (also on
+/// unwinding, so a panic cannot leave a subscription's removal waiting).
+/// A temporary view has no lanes: it enters each subscription's shared gate
+/// counter and pushes through the shared queue, as dead letters do.
+struct LaneGate<'v, 'i> {
+    snapshot: &'v Snapshot,
+    lanes: &'v mut [Option<LaneProducer>],
+    ids: &'i [u32],
+    shared: bool,
+}
+
+impl<'v, 'i> LaneGate<'v, 'i> {
+    /// Marks this thread's lane into each subscription `ids` names busy,
+    /// making the lanes it lacks (or, `shared`, enters their gate counters).
+    /// The caller then issues the fence.
+    fn enter(
+        snapshot: &'v Snapshot,
+        lanes: &'v mut [Option<LaneProducer>],
+        ids: &'i [u32],
+        shared: bool,
+    ) -> LaneGate<'v, 'i> {
+        for &i in ids {
+            let sub = &snapshot.entries[i as usize].sub;
+            if shared {
+                // SeqCst: see `SubShared::gate`.
+                sub.gate.fetch_add(1, Ordering::SeqCst);
+            } else {
+                lanes[i as usize]
+                    .get_or_insert_with(|| sub.new_lane())
+                    .enter();
+            }
+        }
+        LaneGate {
+            snapshot,
+            lanes,
+            ids,
+            shared,
+        }
+    }
+
+    /// Enqueues `record` into the subscription at snapshot index `i`.
+    fn push(&mut self, i: u32, record: Arc<Record>) {
+        let sub = &*self.snapshot.entries[i as usize].sub;
+        match &mut self.lanes[i as usize] {
+            Some(lane) if !self.shared => sub.push_lane(lane, record),
+            _ => sub.push_shared(record),
+        }
+    }
+}
+
+impl Drop for LaneGate<'_, '_> {
+    fn drop(&mut self) {
+        for &i in self.ids {
+            if self.shared {
+                // Release: our push happens before the remover's SeqCst load
+                // that observes 0.
+                self.snapshot.entries[i as usize]
+                    .sub
+                    .gate
+                    .fetch_sub(1, Ordering::Release);
+            } else if let Some(lane) = &self.lanes[i as usize] {
+                lane.leave();
+            }
+        }
     }
 }
 

@@ -24,6 +24,9 @@ use crate::topic::TopicParseError;
 /// let zero = broker.subscribe(Subscription::builder("z", Memory::new().0).capacity(0));
 /// assert!(matches!(zero, Err(SubscribeError::ZeroCapacity)));
 ///
+/// let huge = broker.subscribe(Subscription::builder("h", Memory::new().0).capacity(usize::MAX));
+/// assert!(matches!(huge, Err(SubscribeError::CapacityTooLarge { .. })));
+///
 /// let empty = broker.subscribe(Subscription::builder("", Memory::new().0));
 /// assert!(matches!(empty, Err(SubscribeError::EmptyName)));
 ///
@@ -47,6 +50,13 @@ pub enum SubscribeError {
     EmptyName,
     /// The queue capacity was zero.
     ZeroCapacity,
+    /// The queue capacity was above [`MAX_CAPACITY`](crate::MAX_CAPACITY).
+    CapacityTooLarge {
+        /// The capacity asked for.
+        capacity: usize,
+        /// The largest accepted.
+        max: usize,
+    },
     /// The broker has been shut down.
     ShutDown,
     /// The worker thread could not be spawned.
@@ -64,6 +74,9 @@ impl fmt::Display for SubscribeError {
             }
             SubscribeError::EmptyName => f.write_str("subscription name is empty"),
             SubscribeError::ZeroCapacity => f.write_str("queue capacity must be at least 1"),
+            SubscribeError::CapacityTooLarge { capacity, max } => {
+                write!(f, "queue capacity {capacity} is above the maximum of {max}")
+            }
             SubscribeError::ShutDown => f.write_str("the broker has been shut down"),
             SubscribeError::Spawn(_) => f.write_str("could not spawn the worker thread"),
             SubscribeError::DeadLetterExists => f.write_str("a dead-letter route is already set"),

@@ -156,7 +156,7 @@ pub use crate::{
     retry::{BreakerState, CircuitBreaker, RetryPolicy},
     subscription::{
         OverflowPolicy, Subscription, SubscriptionBuilder, SubscriptionHandle, SubscriptionStats,
-        DEFAULT_CAPACITY,
+        DEFAULT_CAPACITY, MAX_CAPACITY,
     },
     topic::{TopicParseError, TopicParseErrorKind, TopicPattern},
 };

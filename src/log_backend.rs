@@ -49,12 +49,6 @@ pub(crate) fn in_logbus() -> bool {
     STATE.try_with(|s| s.get() != IDLE).unwrap_or(true)
 }
 
-/// Whether this thread is inside a log call (routing a record: running a
-/// predicate or formatting the message), as opposed to a worker thread.
-pub(crate) fn in_log_call() -> bool {
-    STATE.try_with(|s| s.get() == ROUTING).unwrap_or(false)
-}
-
 /// Resets the routing state when dropped, also on unwinding.
 struct RoutingGuard;
 

@@ -176,6 +176,9 @@ pub(crate) struct BrokerView {
     /// Records recycled by workers, taken from the broker's pool a batch at
     /// a time.
     stash: Vec<Recycled>,
+    /// A view made for one call (the thread's locals are gone): it makes no
+    /// lanes and takes nothing from the pool; see `BrokerView::temporary`.
+    temporary: bool,
 }
 
 /// What a lookup gives the publisher: the route and this thread's means to
@@ -185,6 +188,9 @@ pub(crate) struct Routed<'v> {
     pub(crate) route: &'v Route,
     pub(crate) lanes: &'v mut [Option<LaneProducer>],
     pub(crate) stash: &'v mut Vec<Recycled>,
+    /// Whether the view is for one call only: push through the shared
+    /// queue, not a lane.
+    pub(crate) temporary: bool,
 }
 
 #[derive(PartialEq, Eq, Hash, Clone, Copy)]
@@ -206,6 +212,17 @@ impl BrokerView {
             routes: HashMap::default(),
             lanes,
             stash: Vec::new(),
+            temporary: false,
+        }
+    }
+
+    /// A view for a single call on a thread whose locals are gone (a log
+    /// call from a thread-local destructor at exit): a lane or a batch of
+    /// recycled records would be thrown away at once, so it uses neither.
+    pub(crate) fn temporary(broker_id: u64, snapshot: Arc<Snapshot>) -> BrokerView {
+        BrokerView {
+            temporary: true,
+            ..BrokerView::new(broker_id, snapshot)
         }
     }
 
@@ -266,6 +283,7 @@ impl BrokerView {
             route,
             lanes: &mut self.lanes,
             stash: &mut self.stash,
+            temporary: self.temporary,
         }
     }
 }

@@ -202,3 +202,77 @@ fn unsubscribing_from_inside_a_predicate_does_not_wait_for_its_own_thread() {
     assert_eq!(common::user_messages(&a_captured), ["routes to a and b"]);
     assert!(!broker.stats().subscriptions.contains_key("b"));
 }
+
+/// Panics while formatting its message.
+struct Boom;
+
+impl std::fmt::Display for Boom {
+    fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        panic!("Display of Boom");
+    }
+}
+
+#[test]
+fn a_panicking_display_impl_does_not_hold_up_a_removal() {
+    let broker = common::broker();
+    let (appender, _captured) = logbus::Memory::new();
+    broker
+        .subscribe(Subscription::builder("s", appender))
+        .unwrap();
+    let (panicked_tx, panicked_rx) = crossbeam_channel::bounded(0);
+    let (done_tx, done_rx) = crossbeam_channel::bounded(0);
+    std::thread::scope(|s| {
+        let broker = &broker;
+        s.spawn(move || {
+            let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                log::info!(logger: broker, target: "app", "{}", Boom);
+            }));
+            panicked_tx.send(caught.is_err()).unwrap();
+            // Stay alive (with this thread's lanes) until the removal is done.
+            common::recv(&done_rx, "the removal");
+        });
+        assert!(
+            common::recv(&panicked_rx, "the panic"),
+            "Display did not run"
+        );
+        // Would wait for ever if the panic had left this thread inside the gate.
+        broker.unsubscribe("s").unwrap();
+        done_tx.send(()).unwrap();
+    });
+}
+
+#[test]
+fn idle_threads_do_not_starve_a_busy_one() {
+    let broker = common::broker();
+    let (appender, _captured) = logbus::Memory::new();
+    broker
+        .subscribe(
+            Subscription::builder("s", appender)
+                .capacity(2048)
+                .overflow(OverflowPolicy::DropNewest),
+        )
+        .unwrap();
+    let idle = 80;
+    let logged = std::sync::Barrier::new(idle + 1);
+    let finish = std::sync::Barrier::new(idle + 1);
+    std::thread::scope(|s| {
+        for t in 0..idle {
+            let (broker, logged, finish) = (&broker, &logged, &finish);
+            s.spawn(move || {
+                log::info!(logger: broker, target: "app", "idle {t}");
+                logged.wait();
+                finish.wait(); // keeps the thread, and its reserved places, alive
+            });
+        }
+        logged.wait();
+        broker.flush().unwrap();
+        // Every idle thread holds a few places; the busy one still finds room.
+        for i in 0..1000 {
+            log::info!(logger: &broker, target: "app", "busy {i}");
+        }
+        finish.wait();
+    });
+    broker.flush().unwrap();
+    let s = broker.stats().subscriptions["s"];
+    assert_eq!((s.matched, s.written, s.dropped), (1080, 1080, 0), "{s:?}");
+}

@@ -40,9 +40,7 @@
 use std::ptr;
 
 use crate::appenders::Record;
-use crate::sync::{
-    thread, Arc, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, CacheLine, Ordering,
-};
+use crate::sync::{Arc, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, CacheLine, Ordering};
 
 /// Most records taken by one compare-and-swap (the pointers are read into a
 /// stack buffer of this size first).
@@ -53,12 +51,19 @@ const TAKE_RUN: usize = 64;
 /// time (one atomic operation per chunk, not per record); the worker gives
 /// places back as it takes records. Relaxed throughout: it bounds memory,
 /// it orders nothing (the slots are protected by `head` and `tail`).
+///
+/// A producer keeps the places it reserved and has not used yet, so idle
+/// threads hold a few each. The chunk shrinks as lanes are added (1/64th of
+/// the capacity shared by the open lanes, at most 32), so that together
+/// they hold a small part of the capacity (about 1/64th of it times the
+/// logarithm of the number of threads, when threads arrive one by one)
+/// rather than starving the busy thread.
 #[derive(Debug)]
 pub(crate) struct Budget {
     free: CacheLine<AtomicUsize>,
-    /// Places a producer reserves at a time: at most this many minus one
-    /// sit reserved but unused in an idle lane.
-    chunk: usize,
+    capacity: usize,
+    /// Open lanes drawing on this budget.
+    lanes: AtomicUsize,
 }
 
 impl Budget {
@@ -66,17 +71,25 @@ impl Budget {
     pub(crate) fn new(capacity: usize) -> Budget {
         Budget {
             free: CacheLine(AtomicUsize::new(capacity)),
-            // Small capacities reserve one place at a time, so that they are
-            // exact; large ones amortise the atomic over up to 32 records.
-            chunk: (capacity / 64).clamp(1, 32),
+            capacity,
+            lanes: AtomicUsize::new(0),
         }
+    }
+
+    /// Places a producer reserves at a time. Capacities under 128 reserve
+    /// one at a time, so that their bound is exact.
+    fn chunk(&self) -> usize {
+        // Relaxed: a sizing hint.
+        let lanes = self.lanes.load(Ordering::Relaxed).max(1);
+        (self.capacity / 64 / lanes).clamp(1, 32)
     }
 
     /// Reserves up to a chunk of places; returns how many (0 if none left).
     fn reserve(&self) -> usize {
+        let chunk = self.chunk();
         let mut free = self.free.load(Ordering::Relaxed);
         loop {
-            let take = free.min(self.chunk);
+            let take = free.min(chunk);
             if take == 0 {
                 return 0;
             }
@@ -108,6 +121,29 @@ struct Slot {
     record: AtomicPtr<Record>,
 }
 
+/// `size` (at least 1) empty slots, from zeroed memory: large rings come
+/// straight from the kernel (calloc over mmap), so their pages are touched
+/// only as the lane fills, not all at creation (writing every slot made
+/// each new lane cost 256 KiB of resident memory at the default capacity).
+fn zeroed_slots(size: usize) -> Box<[Slot]> {
+    // `Box::new_zeroed_slice` says this safely from Rust 1.92; we support
+    // older compilers.
+    let layout = std::alloc::Layout::array::<Slot>(size)
+        .unwrap_or_else(|_| panic!("lane of {size} slots overflows the address space"));
+    // SAFETY: `layout` has a non-zero size (`size >= 1`, `Slot` is 16
+    // bytes).
+    let raw = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<Slot>();
+    if raw.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    // SAFETY: `raw` is a live allocation of `layout`, i.e. of `size` slots,
+    // from the global allocator, as `Box` requires; all-zero bytes are a
+    // valid `Slot` (an `AtomicU64` of 0 and a null `AtomicPtr`, both laid
+    // out as their integer and pointer); and the `Box` becomes its only
+    // owner.
+    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(raw, size)) }
+}
+
 /// The shared part of a lane.
 pub(crate) struct Lane {
     /// The next index to take. Advanced only by CAS (see the module docs).
@@ -118,10 +154,6 @@ pub(crate) struct Lane {
     /// a given snapshot; see `SubShared::wait_gate_closed` for the protocol.
     /// Written only by the producer.
     busy: CacheLine<AtomicBool>,
-    /// The producing thread, so that a reconfiguration made from inside a
-    /// log call on that thread (a predicate, a `Display` impl) does not wait
-    /// for its own gate.
-    owner: thread::ThreadId,
     /// Set (`Release`) when the producer is gone (its thread exited or its
     /// view moved on): once the lane is then empty, the worker forgets it.
     closed: AtomicBool,
@@ -138,18 +170,14 @@ impl Lane {
     fn new(capacity: usize, budget: Arc<Budget>) -> Lane {
         let capacity = capacity.max(1);
         let size = capacity.next_power_of_two();
+        // Relaxed: a sizing hint (see `Budget::chunk`).
+        budget.lanes.fetch_add(1, Ordering::Relaxed);
         Lane {
             head: CacheLine(AtomicUsize::new(0)),
             tail: CacheLine(AtomicUsize::new(0)),
             busy: CacheLine(AtomicBool::new(false)),
-            owner: thread::current().id(),
             closed: AtomicBool::new(false),
-            slots: (0..size)
-                .map(|_| Slot {
-                    seq: AtomicU64::new(0),
-                    record: AtomicPtr::new(ptr::null_mut()),
-                })
-                .collect(),
+            slots: zeroed_slots(size),
             mask: size - 1,
             capacity,
             budget,
@@ -273,11 +301,6 @@ impl Lane {
     pub(crate) fn is_busy(&self) -> bool {
         self.busy.load(Ordering::SeqCst)
     }
-
-    /// The thread that owns the producer.
-    pub(crate) fn owner(&self) -> thread::ThreadId {
-        self.owner
-    }
 }
 
 impl Drop for Lane {
@@ -383,6 +406,8 @@ impl Drop for LaneProducer {
         // Release: our last `tail` store happens before this, for the
         // worker's `Acquire` in `is_finished`.
         self.lane.budget.release(self.places);
+        // Relaxed: a sizing hint (see `Budget::chunk`).
+        self.lane.budget.lanes.fetch_sub(1, Ordering::Relaxed);
         self.lane.closed.store(true, Ordering::Release);
     }
 }

@@ -33,6 +33,13 @@ pub(crate) use queue::Queue;
 /// subscription under a flood).
 pub const DEFAULT_CAPACITY: usize = 16_384;
 
+/// The largest queue capacity a subscription accepts, in records (2^24).
+///
+/// Each publishing thread's lane has room for `capacity` record pointers
+/// (16 bytes each), reserved as address space up front and made resident as
+/// it fills, so the bound keeps one thread's lane under 256 MiB.
+pub const MAX_CAPACITY: usize = 1 << 24;
+
 /// What a subscription does when its queue is full.
 ///
 /// The caller of a log call never waits under the two drop policies.
@@ -210,9 +217,11 @@ impl SubscriptionBuilder {
 
     /// Sets the queue capacity in records (at least 1): the most records the
     /// subscription holds queued, across all publishing threads. A thread
-    /// takes places in chunks of `capacity / 64` (at most 32), so an idle
-    /// thread may keep a few reserved (at most 31); with a capacity under
-    /// 128 places are taken one at a time and the bound is exact.
+    /// takes places a few at a time (1/64th of the capacity shared by the
+    /// publishing threads, at most 32) and keeps those it has not used yet;
+    /// they count against the capacity, so a thread may find the
+    /// subscription full while a little less than `capacity` is queued.
+    /// Under 128, places are taken one at a time and the bound is exact.
     pub fn capacity(mut self, capacity: usize) -> Self {
         self.capacity = capacity;
         self
@@ -532,22 +541,19 @@ impl SubShared {
     /// under the same mutex after our bump, so its publisher sees the new
     /// generation too.
     ///
-    /// A reconfiguration made from inside a log call (a predicate or a
-    /// `Display` impl) skips its own thread's lanes: that publisher checks
-    /// the generation again before it enqueues.
+    /// Publishers run no user code inside the gate (the record is built and
+    /// the predicates run first), so a removal made from a predicate or a
+    /// `Display` impl never waits for its own thread.
     ///
     /// Publishers never block under the drop policies, so this is short; under
     /// `Block` it lasts until the worker has made room for them.
     pub(crate) fn wait_gate_closed(&self, deadline: Option<std::time::Instant>) -> bool {
-        let own = crate::log_backend::in_log_call().then(|| thread::current().id());
         let lanes: Vec<Arc<Lane>> = lock(&self.lanes).clone();
         let mut spins = 0u32;
         loop {
             // SeqCst: pairs with the publisher's SeqCst increment (see `gate`).
-            let busy = self.gate.load(Ordering::SeqCst) != 0
-                || lanes
-                    .iter()
-                    .any(|lane| lane.is_busy() && Some(lane.owner()) != own);
+            let busy =
+                self.gate.load(Ordering::SeqCst) != 0 || lanes.iter().any(|lane| lane.is_busy());
             if !busy {
                 return true;
             }

@@ -6,8 +6,8 @@
 //! (thread, subscription), with no read-modify-write on the caller's path.
 //! All lanes of a subscription draw on one [`Budget`](super::Budget) of
 //! `capacity` places, so the subscription holds at most `capacity` records
-//! (plus, per publishing thread, the few places it reserved and has not
-//! used: at most 31 with the default capacity). Under drop-oldest a
+//! (places a thread reserved and has not used yet count against it: see
+//! `Budget`). Under drop-oldest a
 //! publisher evicts the oldest record *of its own lane*; if it has none (the
 //! other threads hold every place) its new record is the one dropped. The
 //! worker merges the lanes in `seq` order.

@@ -298,7 +298,21 @@ impl Worker {
     fn take_batch(&mut self) -> usize {
         self.refresh_lanes();
         self.fill_from_shared(BATCH);
-        self.take_lanes()
+        self.take_lanes_after_shared()
+    }
+
+    /// Takes from the lanes after the batch was filled from the shared
+    /// queue, keeping the whole batch in `seq` order: a thread's records
+    /// reach the shared queue only after its lane ones (at thread exit), and
+    /// taking the shared ones first makes those lane records visible here.
+    /// Shared records are rare, so the sort is too.
+    fn take_lanes_after_shared(&mut self) -> usize {
+        let shared = self.batch.len();
+        let total = self.take_lanes();
+        if shared > 0 && total > shared {
+            self.batch.sort_by_key(|record| record.seq());
+        }
+        total
     }
 
     /// Fills the batch from the lanes, merged in `seq` order; returns the
@@ -330,7 +344,15 @@ impl Worker {
                     }
                 }
             }
-            let Some((i, _)) = lowest else { break };
+            let Some((i, low)) = lowest else { break };
+            // Our value may be stale: the producer may have evicted the
+            // records we saw. Look again before taking, so that the lane's
+            // real oldest record does not overtake another lane's.
+            let now = self.lanes[i].peek_seq();
+            if now != Some(low) {
+                heads[i] = now;
+                continue;
+            }
             let room = BATCH - self.batch.len();
             self.lanes[i].take_below(next, room, &mut self.batch);
             heads[i] = self.lanes[i].peek_seq();
@@ -350,13 +372,19 @@ impl Worker {
             .iter()
             .map(|lane| (Arc::clone(lane), lane.tail()))
             .collect();
-        self.drain_shared(pending);
         // Merged as usual (records published after the request may come
         // along); each round takes the lowest `seq`s first, so the marks
         // are reached.
-        while marks.iter().any(|(lane, mark)| lane.head() < *mark) {
-            if self.take_lanes() == 0 {
-                break; // cannot happen: a lane below its mark is not empty
+        let mut pending = pending;
+        while pending > 0 || marks.iter().any(|(lane, mark)| lane.head() < *mark) {
+            self.fill_from_shared(pending.min(BATCH));
+            // None taken: the rest of what was pending was evicted.
+            pending = match self.batch.len() {
+                0 => 0,
+                taken => pending - taken,
+            };
+            if self.take_lanes_after_shared() == 0 {
+                break; // everything pending was evicted meanwhile
             }
             self.write_batch();
         }
@@ -370,19 +398,6 @@ impl Worker {
                 Ok(record) => self.batch.push(record),
                 Err(_) => break,
             }
-        }
-    }
-
-    /// Writes at most `limit` records from the shared queue.
-    fn drain_shared(&mut self, limit: usize) {
-        let mut left = limit;
-        while left > 0 {
-            self.fill_from_shared(BATCH.min(left));
-            if self.batch.is_empty() {
-                break;
-            }
-            left -= self.batch.len();
-            self.write_batch();
         }
     }
 
