@@ -410,12 +410,13 @@ pub(crate) struct SubShared {
     pub(crate) lanes_added: AtomicUsize,
     /// Set by the worker before it parks, cleared when it wakes. Publishers
     /// read it (Relaxed) after each push and unpark the worker if set. The
-    /// read is not ordered after the push, so a publisher racing with the
-    /// worker falling asleep can miss it: the worker's park has a timeout
-    /// (`worker::IDLE_PARK_MAX`) that bounds the delay, and records are
-    /// never lost, only late. Flush and shutdown requesters unpark
-    /// unconditionally. On its own cache line: read on every publish,
-    /// written only when the worker sleeps or wakes.
+    /// read is not ordered after the push (a fence there would cost what
+    /// lanes save), so a publisher racing with the worker falling asleep can
+    /// miss it: the worker looks at its queue again after
+    /// `worker::IDLE_RECHECK` (1 ms), which bounds the delay of such a
+    /// record; records are never lost, only late. Flush and shutdown
+    /// requesters unpark unconditionally. On its own cache line: read on
+    /// every publish, written only when the worker sleeps or wakes.
     pub(crate) sleeping: CacheLine<AtomicBool>,
     /// The worker's thread, to unpark it.
     pub(crate) thread: OnceLock<thread::Thread>,

@@ -32,17 +32,18 @@ pub(crate) const BATCH: usize = 512;
 /// a publisher then takes a whole batch with one channel operation.
 pub(crate) const RECYCLE_BATCH: usize = 64;
 
-/// An idle worker parks for this long first, doubling up to
-/// [`IDLE_PARK_MAX`] while nothing arrives. Publishers unpark it, so these
-/// only bound the delay of a record whose publisher raced with the worker
-/// falling asleep (see `SubShared::sleeping`), and how often an idle worker
-/// wakes: right after activity, when that race can happen, the bound is
-/// short; after a long quiet spell the worker's flag has long been visible
-/// and the race cannot happen.
-const IDLE_PARK_MIN: Duration = Duration::from_millis(1);
+/// How long an idle worker that just said it sleeps waits before it looks
+/// at its queue once more. A publisher that pushed just as the worker set
+/// its `sleeping` flag may have missed the flag (see `SubShared::sleeping`);
+/// this second look catches its record, so such a record is late by at most
+/// this much.
+pub(crate) const IDLE_RECHECK: Duration = Duration::from_millis(1);
 
-/// The longest an idle worker parks before it looks again.
-pub(crate) const IDLE_PARK_MAX: Duration = Duration::from_millis(100);
+/// After the second look the flag has long been visible, so every later
+/// publisher sees it and unparks the worker: it parks with this long a
+/// timeout, a safety net only (an idle worker wakes once per this period,
+/// however many subscriptions there are).
+const IDLE_PARK: Duration = Duration::from_secs(10);
 
 /// A batch smaller than this waits up to [`LINGER`] for more records.
 const LINGER_BATCH: usize = 128;
@@ -169,7 +170,6 @@ pub(crate) fn spawn(
 
 impl Worker {
     fn run(mut self) {
-        let mut park = IDLE_PARK_MIN;
         loop {
             // Control first: a flush or shutdown must not wait behind a flood.
             match self.ctrl.try_recv() {
@@ -185,7 +185,6 @@ impl Worker {
             if self.take_batch() > 0 {
                 self.linger();
                 self.write_batch();
-                park = IDLE_PARK_MIN;
                 continue;
             }
             // Nothing queued: report drops and flush the appender, then wait.
@@ -194,19 +193,7 @@ impl Worker {
             if self.spin_for_work() {
                 continue;
             }
-            // SeqCst: our later loads of the lanes' tails are not reordered
-            // before this store (the other half is `wake_if_sleeping`).
-            self.shared.sleeping.store(true, Ordering::SeqCst);
-            if !self.has_work() {
-                thread::park_timeout(park);
-                park = if self.has_work() {
-                    IDLE_PARK_MIN
-                } else {
-                    (park * 2).min(IDLE_PARK_MAX)
-                };
-            }
-            // Relaxed: a hint for publishers; see `SubShared::sleeping`.
-            self.shared.sleeping.store(false, Ordering::Relaxed);
+            self.sleep();
         }
         // Draining: no publisher can enqueue any more (the gate is closed),
         // so "empty" is final.
@@ -238,6 +225,30 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// Parks until a publisher, a flush or a shutdown unparks us. The flag
+    /// stays set while we wait (wake-ups without work do not clear it), so
+    /// only the first moments of a sleep can race with a publisher, and the
+    /// look we take `IDLE_RECHECK` after setting it settles that race.
+    fn sleep(&mut self) {
+        // SeqCst: our later loads of the lanes' tails are not reordered
+        // before this store (the other half is `wake_if_sleeping`).
+        self.shared.sleeping.store(true, Ordering::SeqCst);
+        let flagged = Instant::now();
+        while !self.has_work() {
+            // A wake-up may come early (a stale unpark, or a spurious one):
+            // the second look must still come a full `IDLE_RECHECK` after
+            // the flag was set.
+            let since = flagged.elapsed();
+            thread::park_timeout(if since < IDLE_RECHECK {
+                IDLE_RECHECK - since
+            } else {
+                IDLE_PARK
+            });
+        }
+        // Relaxed: a hint for publishers; see `SubShared::sleeping`.
+        self.shared.sleeping.store(false, Ordering::Relaxed);
     }
 
     /// Looks for work a few times, spinning then yielding; true if found.
