@@ -19,10 +19,13 @@ use crate::sync::Arc;
 pub(crate) struct Recycled(Arc<Record>);
 
 impl Recycled {
-    /// `Some` if `record` is the only reference to its record.
-    pub(crate) fn new(mut record: Arc<Record>) -> Option<Recycled> {
-        Arc::get_mut(&mut record)?;
-        Some(Recycled(record))
+    /// `Ok` if `record` is the only reference to its record; otherwise
+    /// gives it back.
+    pub(crate) fn new(mut record: Arc<Record>) -> Result<Recycled, Arc<Record>> {
+        if Arc::get_mut(&mut record).is_none() {
+            return Err(record);
+        }
+        Ok(Recycled(record))
     }
 
     /// Lets `rewrite` change the record, then gives it back shared.
@@ -52,15 +55,17 @@ mod tests {
     fn only_unique_records_are_recycled() {
         let shared = record();
         let other = Arc::clone(&shared);
-        assert!(Recycled::new(shared).is_none());
-        assert!(Recycled::new(other).is_some());
+        assert!(Recycled::new(shared).is_err());
+        assert!(Recycled::new(other).is_ok());
     }
 
     /// Under Miri this checks the aliasing of `reuse`, also across the
     /// thread hand-off the pool makes.
     #[test]
     fn a_recycled_record_is_rewritten_in_place_on_another_thread() {
-        let recycled = Recycled::new(record()).expect("unique");
+        let Ok(recycled) = Recycled::new(record()) else {
+            panic!("a new record is unique")
+        };
         let rewritten = crate::sync::thread::spawn(move || {
             recycled.reuse(|r| r.recycle(Topic::new(Level::Warn, "u"), 2, r.time()))
         })

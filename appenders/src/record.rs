@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -248,6 +249,25 @@ pub struct Record {
     /// An empty string whose capacity is kept for the next formatted message
     /// when the record is recycled (see [`Record::recycle`]).
     spare: String,
+    /// See [`Record::holders`].
+    holders: Holders,
+}
+
+/// How many consumers have yet to finish with a shared record; 1 for a new
+/// or cloned record.
+struct Holders(AtomicUsize);
+
+impl Clone for Holders {
+    fn clone(&self) -> Holders {
+        Holders(AtomicUsize::new(1))
+    }
+}
+
+impl fmt::Debug for Holders {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Relaxed: a reading for humans.
+        fmt::Debug::fmt(&self.0.load(Ordering::Relaxed), f)
+    }
 }
 
 /// Largest message capacity a recycled record keeps; a record that carried a
@@ -273,8 +293,22 @@ impl Record {
                 thread: ThreadInfo { id: 0, name: None },
                 kv: Vec::new(),
                 spare: String::new(),
+                holders: Holders(AtomicUsize::new(1)),
             },
         }
+    }
+
+    /// For record producers: how many consumers (the broker's subscriptions)
+    /// have yet to finish with this shared record. A producer sets it before
+    /// sharing the record; each consumer decrements it when done, and the one
+    /// that takes it to zero may reuse the record (see [`Record::recycle`])
+    /// once it holds the only reference. 1 for a new or cloned record.
+    /// Appenders have no use for it.
+    #[doc(hidden)]
+    #[must_use]
+    #[inline]
+    pub fn holders(&self) -> &AtomicUsize {
+        &self.holders.0
     }
 
     /// Turns this record into a new, empty one on `topic` (no message,
@@ -313,6 +347,7 @@ impl Record {
         self.file = None;
         self.line = None;
         self.thread = ThreadInfo { id: 0, name: None };
+        *self.holders.0.get_mut() = 1;
         self.kv.clear();
         if self.kv.capacity() > 64 {
             self.kv = Vec::new();
