@@ -991,11 +991,9 @@ impl BrokerShared {
                     true
                 } else if self.closed.load(Ordering::Relaxed) {
                     // Relaxed, after the fence: pairs with shutdown's SeqCst
-                    // store (see `closed`).
-                    Counters::add(&self.dropped_after_shutdown, 1);
-                    for &i in chosen.ids() {
-                        snapshot.entries[i as usize].sub.counters.record_drops(1);
-                    }
+                    // store (see `closed`). Counted like the early check
+                    // does, whatever the predicates said.
+                    self.count_after_shutdown(snapshot, &route.entries);
                     *record = None;
                     false
                 } else {

@@ -34,12 +34,13 @@ pub(crate) use queue::Queue;
 /// the lane fills: up to 128 KiB per thread and subscription under a flood).
 pub const DEFAULT_CAPACITY: usize = 8_192;
 
-/// The largest queue capacity a subscription accepts, in records (2^24).
+/// The largest queue capacity a subscription accepts, in records (2^20).
 ///
 /// Each publishing thread's lane has room for `capacity` record pointers
-/// (16 bytes each), reserved as address space up front and made resident as
-/// it fills, so the bound keeps one thread's lane under 256 MiB.
-pub const MAX_CAPACITY: usize = 1 << 24;
+/// (16 bytes each, made resident as it fills), and the subscription's shared
+/// channel allocates its `capacity` slots up front: the bound keeps each of
+/// those under 16 MiB.
+pub const MAX_CAPACITY: usize = 1 << 20;
 
 /// What a subscription does when its queue is full.
 ///
@@ -409,14 +410,20 @@ pub(crate) struct SubShared {
     /// it with the count it last saw (Acquire) to refresh its list.
     pub(crate) lanes_added: AtomicUsize,
     /// Set by the worker before it parks, cleared when it wakes. Publishers
-    /// read it (Relaxed) after each push and unpark the worker if set. The
-    /// read is not ordered after the push (a fence there would cost what
-    /// lanes save), so a publisher racing with the worker falling asleep can
-    /// miss it: the worker looks at its queue again after
-    /// `worker::IDLE_RECHECK` (1 ms), which bounds the delay of such a
-    /// record; records are never lost, only late. Flush and shutdown
-    /// requesters unpark unconditionally. On its own cache line: read on
-    /// every publish, written only when the worker sleeps or wakes.
+    /// read it (Relaxed) after each push and unpark the worker if set.
+    ///
+    /// The publisher's read is not ordered after its push (a fence there
+    /// would cost what lanes save), so a publisher racing with the worker
+    /// falling asleep can miss the flag while the worker misses the record.
+    /// The worker therefore looks at its queue again `worker::IDLE_RECHECK`
+    /// (1 ms) after setting the flag, keeps the flag set while it sleeps, and
+    /// parks for at most `worker::IDLE_PARK` (10 s) at a time. This relies
+    /// on something the memory model does not promise but every CPU we know
+    /// provides: a store (the racing publisher's tail) becomes visible to
+    /// other cores within a millisecond. If it ever did not, the record would
+    /// be late by up to 10 s, never lost. Flush and shutdown requesters
+    /// unpark unconditionally. On its own cache line: read on every publish,
+    /// written only when the worker sleeps or wakes.
     pub(crate) sleeping: CacheLine<AtomicBool>,
     /// The worker's thread, to unpark it.
     pub(crate) thread: OnceLock<thread::Thread>,

@@ -48,7 +48,7 @@ pub(crate) const IDLE_RECHECK: Duration = Duration::from_millis(1);
 /// publisher sees it and unparks the worker: it parks with this long a
 /// timeout, a safety net only (an idle worker wakes once per this period,
 /// however many subscriptions there are).
-const IDLE_PARK: Duration = Duration::from_secs(10);
+pub(crate) const IDLE_PARK: Duration = Duration::from_secs(10);
 
 /// A batch smaller than this waits up to [`LINGER`] for more records.
 const LINGER_BATCH: usize = 128;
@@ -237,20 +237,26 @@ impl Worker {
     /// only the first moments of a sleep can race with a publisher, and the
     /// look we take `IDLE_RECHECK` after setting it settles that race.
     fn sleep(&mut self) {
-        // SeqCst: our later loads of the lanes' tails are not reordered
-        // before this store (the other half is `wake_if_sleeping`).
-        self.shared.sleeping.store(true, Ordering::SeqCst);
+        self.shared.sleeping.store(true, Ordering::Relaxed);
+        // Our half of the store-then-load pattern: the flag store is ordered
+        // before our later loads of the lanes' tails. (The publisher's half
+        // has no fence; see `SubShared::sleeping`.)
+        std::sync::atomic::fence(Ordering::SeqCst);
         let flagged = Instant::now();
         while !self.has_work() {
             // A wake-up may come early (a stale unpark, or a spurious one):
             // the second look must still come a full `IDLE_RECHECK` after
             // the flag was set.
             let since = flagged.elapsed();
-            thread::park_timeout(if since < IDLE_RECHECK {
-                IDLE_RECHECK - since
-            } else {
-                IDLE_PARK
-            });
+            if since < IDLE_RECHECK {
+                thread::park_timeout(IDLE_RECHECK - since);
+                continue;
+            }
+            let before = Instant::now();
+            thread::park_timeout(IDLE_PARK);
+            if before.elapsed() >= IDLE_PARK {
+                break; // back to the loop's idle duties (finished lanes)
+            }
         }
         // Relaxed: a hint for publishers; see `SubShared::sleeping`.
         self.shared.sleeping.store(false, Ordering::Relaxed);
@@ -280,6 +286,18 @@ impl Worker {
             // Acquire: pairs with `new_lane`'s Release increment.
             || self.shared.lanes_added.load(Ordering::Acquire) != self.lanes_seen
             || self.lanes.iter().any(|lane| lane.len() > 0)
+            || self.drops_to_report()
+    }
+
+    /// Whether a burst of drops waits for its summary. A publisher that
+    /// drops a record wakes us after counting and stamping it, so the
+    /// summary is written at once, not at the next activity. (A drop counted
+    /// but not stamped is reported with the next burst, or at shutdown.)
+    fn drops_to_report(&self) -> bool {
+        let counters = &self.shared.counters;
+        // Relaxed: statistics; see `report_drops`.
+        Counters::get(&counters.dropped) > self.reported_drops
+            && counters.first_drop_micros.load(Ordering::Relaxed) != 0
     }
 
     /// Picks up lanes registered since we last looked.
@@ -313,19 +331,20 @@ impl Worker {
     /// below the next lane's oldest `seq`.
     fn take_batch(&mut self) -> usize {
         self.refresh_lanes();
+        let before = self.batch.len();
         self.fill_from_shared(BATCH);
-        self.take_lanes_after_shared()
+        self.take_lanes_after_shared(self.batch.len() - before)
     }
 
-    /// Takes from the lanes after the batch was filled from the shared
-    /// queue, keeping the whole batch in `seq` order: a thread's records
-    /// reach the shared queue only after its lane ones (at thread exit), and
-    /// taking the shared ones first makes those lane records visible here.
-    /// Shared records are rare, so the sort is too.
-    fn take_lanes_after_shared(&mut self) -> usize {
-        let shared = self.batch.len();
+    /// Takes from the lanes after `shared` records were just added to the
+    /// batch from the shared queue, keeping the batch in `seq` order: a
+    /// thread's records reach the shared queue only after its lane ones (at
+    /// thread exit), and taking the shared ones first makes those lane
+    /// records visible here. Shared records are rare, so the sort is too.
+    fn take_lanes_after_shared(&mut self, shared: usize) -> usize {
+        let before = self.batch.len();
         let total = self.take_lanes();
-        if shared > 0 && total > shared {
+        if shared > 0 && total > before {
             self.batch.sort_by_key(|record| record.seq());
         }
         total
@@ -395,11 +414,12 @@ impl Worker {
         while pending > 0 || marks.iter().any(|(lane, mark)| lane.head() < *mark) {
             self.fill_from_shared(pending.min(BATCH));
             // None taken: the rest of what was pending was evicted.
-            pending = match self.batch.len() {
+            let shared = self.batch.len();
+            pending = match shared {
                 0 => 0,
                 taken => pending - taken,
             };
-            if self.take_lanes_after_shared() == 0 {
+            if self.take_lanes_after_shared(shared) == 0 {
                 break; // everything pending was evicted meanwhile
             }
             self.write_batch();
