@@ -973,7 +973,7 @@ impl BrokerShared {
                     Some(r) => r,
                     None => {
                         let Some(fill) = fill.take() else { return };
-                        let stash = if temporary { None } else { Some(stash) };
+                        let stash = if temporary { None } else { Some(&mut *stash) };
                         record.insert(self.make_record(stash, route.topic.clone(), fill))
                     }
                 };
@@ -1008,7 +1008,7 @@ impl BrokerShared {
                             owned.clone()
                         };
                         if let Some(shared) = shared {
-                            gate.push(i, shared);
+                            gate.push(i, shared, |dropped| reclaim(stash, dropped));
                         }
                     }
                     false
@@ -1073,11 +1073,12 @@ impl<'v, 'i> LaneGate<'v, 'i> {
         }
     }
 
-    /// Enqueues `record` into the subscription at snapshot index `i`.
-    fn push(&mut self, i: u32, record: Arc<Record>) {
+    /// Enqueues `record` into the subscription at snapshot index `i`; what
+    /// the overflow policy drops goes to `spill`.
+    fn push(&mut self, i: u32, record: Arc<Record>, spill: impl FnMut(Arc<Record>)) {
         let sub = &*self.snapshot.entries[i as usize].sub;
         match &mut self.lanes[i as usize] {
-            Some(lane) if !self.shared => sub.push_lane(lane, record),
+            Some(lane) if !self.shared => sub.push_lane(lane, record, spill),
             _ => sub.push_shared(record),
         }
     }
@@ -1096,6 +1097,22 @@ impl Drop for LaneGate<'_, '_> {
             } else if let Some(lane) = &self.lanes[i as usize] {
                 lane.leave();
             }
+        }
+    }
+}
+
+/// Most recycled records a thread's view keeps.
+const STASH_CAP: usize = 2 * worker::RECYCLE_BATCH;
+
+/// Takes back a record the overflow policy dropped (evicted or refused) for
+/// reuse, if the subscription that dropped it was the last one holding it:
+/// under a flood with a stalled appender every record ends this way, and
+/// freeing it made the next log call allocate.
+fn reclaim(stash: &mut Vec<Recycled>, record: Arc<Record>) {
+    // AcqRel: as in `Worker::recycle`.
+    if record.holders().fetch_sub(1, Ordering::AcqRel) == 1 && stash.len() < STASH_CAP {
+        if let Ok(recycled) = Recycled::new(record) {
+            stash.push(recycled);
         }
     }
 }

@@ -508,10 +508,16 @@ impl SubShared {
         producer
     }
 
-    /// Enqueues `record` through the calling thread's lane.
-    pub(crate) fn push_lane(&self, lane: &mut LaneProducer, record: Arc<Record>) {
+    /// Enqueues `record` through the calling thread's lane; the records the
+    /// overflow policy drops go to `spill`.
+    pub(crate) fn push_lane(
+        &self,
+        lane: &mut LaneProducer,
+        record: Arc<Record>,
+        spill: impl FnMut(Arc<Record>),
+    ) {
         self.queue
-            .push_lane(lane, record, &self.counters, || self.wake());
+            .push_lane(lane, record, &self.counters, || self.wake(), spill);
         self.wake_if_sleeping();
     }
 

@@ -122,14 +122,17 @@ impl Queue {
 
     /// Enqueues `record` into the publisher's own lane (see `lane.rs`) under
     /// the overflow policy. Every record handed in ends up in the lane or
-    /// counted in `counters.dropped`. `wake` rouses the worker while we wait
-    /// for room under the blocking policies.
+    /// counted in `counters.dropped`; the records dropped (the new one, or
+    /// the evicted oldest) are handed to `spill`, for the publisher to reuse.
+    /// `wake` rouses the worker while we wait for room under the blocking
+    /// policies.
     pub(crate) fn push_lane(
         &self,
         lane: &mut LaneProducer,
         record: Arc<Record>,
         counters: &Counters,
         wake: impl Fn(),
+        mut spill: impl FnMut(Arc<Record>),
     ) {
         if let Some(max) = self.max_bytes {
             if !self.reserve_bytes(&record, max, counters, || lane.evict_oldest()) {
@@ -154,6 +157,7 @@ impl Queue {
                                 Some(oldest) => {
                                     self.release_bytes(&oldest, counters);
                                     counters.stamp_first_drop();
+                                    spill(oldest);
                                 }
                                 None => Counters::sub(&counters.dropped, 1),
                             }
@@ -161,22 +165,32 @@ impl Queue {
                     }
                 }
                 self.discard(&record, counters);
+                spill(record);
             }
             OverflowPolicy::DropNewest => {
                 if let Err(r) = lane.try_push(record) {
                     self.discard(&r, counters);
+                    spill(r);
                 }
             }
-            OverflowPolicy::Block => self.push_lane_waiting(lane, record, None, counters, wake),
+            OverflowPolicy::Block => {
+                // Without a deadline it only returns once the record is in.
+                let _ = self.push_lane_waiting(lane, record, None, counters, wake);
+            }
             OverflowPolicy::BlockTimeout(timeout) => {
                 let deadline = Instant::now().checked_add(timeout);
-                self.push_lane_waiting(lane, record, deadline, counters, wake);
+                if let Some(dropped) =
+                    self.push_lane_waiting(lane, record, deadline, counters, wake)
+                {
+                    spill(dropped);
+                }
             }
         }
     }
 
     /// Waits for room in a full lane (the blocking policies), until
-    /// `deadline` if there is one; then counts the record as dropped.
+    /// `deadline` if there is one; then counts the record as dropped and
+    /// hands it back.
     fn push_lane_waiting(
         &self,
         lane: &mut LaneProducer,
@@ -184,19 +198,19 @@ impl Queue {
         deadline: Option<Instant>,
         counters: &Counters,
         wake: impl Fn(),
-    ) {
+    ) -> Option<Arc<Record>> {
         let mut record = record;
         let mut step = 0u32;
         loop {
             match lane.try_push(record) {
-                Ok(()) => return,
+                Ok(()) => return None,
                 Err(r) => record = r,
             }
             wake();
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
                 self.discard(&record, counters);
-                return;
+                return Some(record);
             }
             // The worker frees room a batch at a time, so a short wait
             // usually suffices; past that, sleep briefly rather than spin on
