@@ -1109,9 +1109,8 @@ const STASH_CAP: usize = 2 * worker::RECYCLE_BATCH;
 /// under a flood with a stalled appender every record ends this way, and
 /// freeing it made the next log call allocate.
 fn reclaim(stash: &mut Vec<Recycled>, record: Arc<Record>) {
-    // AcqRel: as in `Worker::recycle`.
-    if record.holders().fetch_sub(1, Ordering::AcqRel) == 1 && stash.len() < STASH_CAP {
-        if let Ok(recycled) = Recycled::new(record) {
+    if let Some(recycled) = Recycled::release(record, 1) {
+        if stash.len() < STASH_CAP {
             stash.push(recycled);
         }
     }

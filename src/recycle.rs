@@ -8,7 +8,7 @@
 //! caller's thread only makes plain stores into it.
 
 use crate::appenders::Record;
-use crate::sync::Arc;
+use crate::sync::{Arc, Ordering};
 
 /// A record no one else holds: no other `Arc`, no `Weak`.
 ///
@@ -26,6 +26,34 @@ impl Recycled {
             return Err(record);
         }
         Ok(Recycled(record))
+    }
+
+    /// Lets go of one subscription's hold on `record` (the publisher set
+    /// [`Record::holders`] to the number it enqueued the record into) and,
+    /// if that was the last hold, returns the record for reuse.
+    ///
+    /// Checking for the only reference alone would race: two workers done
+    /// with a record at the same moment could each see the other's
+    /// reference, and both drop it. The holders count decides who is last
+    /// (one atomic decrement each); the last one then looks `attempts` times
+    /// for the others to have dropped their references, which they do right
+    /// after their decrement. An appender that keeps references (a memory
+    /// appender) just makes the record be freed.
+    pub(crate) fn release(record: Arc<Record>, attempts: u32) -> Option<Recycled> {
+        // AcqRel: the last decrementer sees everything the others did with
+        // the record before their decrement.
+        if record.holders().fetch_sub(1, Ordering::AcqRel) != 1 {
+            return None; // another subscription is not done with it yet
+        }
+        let mut record = record;
+        for _ in 0..attempts {
+            match Recycled::new(record) {
+                Ok(recycled) => return Some(recycled),
+                Err(back) => record = back,
+            }
+            std::hint::spin_loop();
+        }
+        None
     }
 
     /// Lets `rewrite` change the record, then gives it back shared.
@@ -57,6 +85,22 @@ mod tests {
         let other = Arc::clone(&shared);
         assert!(Recycled::new(shared).is_err());
         assert!(Recycled::new(other).is_ok());
+    }
+
+    #[test]
+    fn only_the_last_holder_gets_the_record_back() {
+        let first = record();
+        first.holders().store(2, Ordering::Relaxed);
+        let second = Arc::clone(&first);
+        // One subscription done: not the last, whatever the references.
+        assert!(Recycled::release(first, 8).is_none());
+        // The last one, holding the only reference.
+        assert!(Recycled::release(second, 1).is_some());
+        // The last one while something else (an appender) keeps a reference.
+        let kept = record();
+        let other = Arc::clone(&kept);
+        assert!(Recycled::release(kept, 8).is_none());
+        assert_eq!(Arc::strong_count(&other), 1);
     }
 
     /// Under Miri this checks the aliasing of `reuse`, also across the

@@ -149,17 +149,8 @@ impl Queue {
                         Ok(()) => return,
                         Err(r) => {
                             record = r;
-                            // Counted before the eviction, as in
-                            // `push_drop_oldest`: no observer sees the
-                            // evicted record neither queued nor counted.
-                            Counters::add(&counters.dropped, 1);
-                            match lane.evict_oldest() {
-                                Some(oldest) => {
-                                    self.release_bytes(&oldest, counters);
-                                    counters.stamp_first_drop();
-                                    spill(oldest);
-                                }
-                                None => Counters::sub(&counters.dropped, 1),
+                            if let Some(oldest) = self.evict(counters, || lane.evict_oldest()) {
+                                spill(oldest);
                             }
                         }
                     }
@@ -245,24 +236,9 @@ impl Queue {
                 Ok(()) => return,
                 Err(TrySendError::Full(r)) => {
                     record = r;
-                    // Count the eviction *before* taking the record out, so
-                    // that no observer (a flush barrier reading the stats
-                    // after the worker acknowledged) can see the record
-                    // neither queued nor counted. Our `try_recv` is a release
-                    // operation on the channel's head, which the worker's
-                    // later receives acquire: the count is visible to anyone
-                    // the worker then synchronises with.
-                    Counters::add(&counters.dropped, 1);
-                    match self.evict_rx.try_recv() {
-                        Ok(oldest) => {
-                            self.release_bytes(&oldest, counters);
-                            counters.stamp_first_drop();
-                        }
-                        // Empty: the worker drained meanwhile, so there was
-                        // nothing to evict; take the count back. Retrying
-                        // succeeds unless another publisher takes the slot.
-                        Err(_) => Counters::sub(&counters.dropped, 1),
-                    }
+                    // Retrying succeeds unless another publisher takes the
+                    // slot we freed.
+                    self.evict(counters, || self.evict_rx.try_recv().ok());
                 }
                 Err(TrySendError::Disconnected(r)) => {
                     record = r;
@@ -271,6 +247,36 @@ impl Queue {
             }
         }
         self.discard(&record, counters);
+    }
+
+    /// Evicts the oldest record with `take` (drop-oldest on a full queue)
+    /// and counts it; returns it.
+    ///
+    /// The eviction is counted *before* the record is taken out, so that no
+    /// observer (a flush barrier reading the stats after the worker
+    /// acknowledged) can see the record neither queued nor counted: taking
+    /// is a release operation on the queue's head (the channel's, or the
+    /// lane's CAS), which the worker's later takes acquire, so the count is
+    /// visible to anyone the worker then synchronises with. If there was
+    /// nothing to take (the worker drained meanwhile) the count is taken
+    /// back.
+    fn evict(
+        &self,
+        counters: &Counters,
+        take: impl FnOnce() -> Option<Arc<Record>>,
+    ) -> Option<Arc<Record>> {
+        Counters::add(&counters.dropped, 1);
+        match take() {
+            Some(oldest) => {
+                self.release_bytes(&oldest, counters);
+                counters.stamp_first_drop();
+                Some(oldest)
+            }
+            None => {
+                Counters::sub(&counters.dropped, 1);
+                None
+            }
+        }
     }
 
     /// Counts `record` as dropped and releases its bytes.

@@ -34,7 +34,7 @@ pub(crate) const RECYCLE_BATCH: usize = 64;
 
 /// How many times the last subscription done with a record looks for the
 /// other workers to have dropped their references before it lets the record
-/// be freed instead of reused.
+/// be freed instead of reused (see [`Recycled::release`]).
 const RECYCLE_ATTEMPTS: u32 = 8;
 
 /// How long an idle worker that just said it sleeps waits before it looks
@@ -438,34 +438,10 @@ impl Worker {
     }
 
     /// Hands a record back to the publishers' pool if we are the last
-    /// subscription done with it.
-    ///
-    /// Checking for the only reference alone would race: two workers done
-    /// with a record at the same moment could each see the other's
-    /// reference, and both drop it. The publisher's `holders` count decides
-    /// who is last (one atomic decrement each); the last one then waits
-    /// briefly for the others to drop their references. An appender that
-    /// keeps references (a memory appender) just makes the record be freed.
+    /// subscription done with it (see [`Recycled::release`]).
     fn recycle(&mut self, record: Arc<Record>) {
-        // AcqRel: the last decrementer sees everything the others did with
-        // the record before their decrement.
-        if record.holders().fetch_sub(1, Ordering::AcqRel) != 1 {
-            return; // another subscription is not done with it yet
-        }
-        let mut record = record;
-        let mut attempts = 0;
-        let record = loop {
-            match Recycled::new(record) {
-                Ok(recycled) => break recycled,
-                // Another worker's reference, dropped right after its own
-                // decrement; or an appender kept one.
-                Err(_) if attempts == RECYCLE_ATTEMPTS => return,
-                Err(back) => {
-                    record = back;
-                    attempts += 1;
-                    std::hint::spin_loop();
-                }
-            }
+        let Some(record) = Recycled::release(record, RECYCLE_ATTEMPTS) else {
+            return;
         };
         self.recycled.push(record);
         if self.recycled.len() >= RECYCLE_BATCH {
