@@ -7,6 +7,11 @@ use crate::error::InstallError;
 use crate::log_backend::{self, LoggerGuard};
 use crate::subscription::SubscriptionBuilder;
 
+/// Starts configuring a broker in code; see [`Builder`].
+pub fn builder() -> Builder {
+    Builder::new()
+}
+
 /// Configures a broker in code. Start with [`builder()`](crate::builder).
 ///
 /// | setting | default |

@@ -3,7 +3,8 @@
 use std::error::Error as StdError;
 use std::fmt;
 
-use crate::appenders::{Console, ConsoleTarget};
+use logbus_appenders::{Console, ConsoleTarget};
+
 use crate::directive::{DirectiveError, Directives};
 use crate::error::InstallError;
 use crate::log_backend::LoggerGuard;

@@ -124,17 +124,22 @@
 
 mod broker;
 mod builder;
+mod clock;
 mod directive;
 mod error;
 mod init;
 mod log_backend;
+mod queue;
 mod recycle;
 mod report;
 mod retry;
 mod route;
+mod stats;
 mod subscription;
 mod sync;
+mod thread_role;
 mod topic;
+mod worker;
 
 /// The appender side, re-exported from `logbus-appenders`.
 pub use logbus_appenders as appenders;
@@ -144,40 +149,16 @@ pub use crate::{
         AppendError, Appender, BatchError, Level, Memory, MemoryHandle, Operation, Record, Topic,
         Value,
     },
-    broker::{
-        Broker, BrokerHandle, BrokerStats, ShutdownReport, DEFAULT_FLUSH_TIMEOUT,
-        DEFAULT_SHUTDOWN_TIMEOUT,
-    },
-    builder::Builder,
+    broker::{Broker, BrokerHandle, DEFAULT_FLUSH_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT},
+    builder::{builder, Builder},
     directive::{DirectiveError, DirectiveErrorKind, Directives},
     error::{FlushError, InstallError, ReconfigureError, SubscribeError, UnsubscribeError},
     init::{init, try_init, InitError, ENV_VAR},
     log_backend::LoggerGuard,
+    queue::{OverflowPolicy, DEFAULT_CAPACITY, MAX_CAPACITY},
     retry::{BreakerState, CircuitBreaker, RetryPolicy},
-    subscription::{
-        OverflowPolicy, Subscription, SubscriptionBuilder, SubscriptionHandle, SubscriptionStats,
-        DEFAULT_CAPACITY, MAX_CAPACITY,
-    },
+    stats::{BrokerStats, ShutdownReport, SubscriptionStats},
+    subscription::{Subscription, SubscriptionBuilder, SubscriptionHandle},
     topic::{TopicParseError, TopicParseErrorKind, TopicPattern},
 };
 pub use log::LevelFilter;
-
-/// Starts configuring a broker in code; see [`Builder`].
-pub fn builder() -> Builder {
-    Builder::new()
-}
-
-/// Now, in microseconds since the Unix epoch (0 if the clock is before it).
-pub(crate) fn record_now_micros() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64)
-}
-
-/// Formats microseconds since the epoch as RFC 3339 UTC.
-pub(crate) fn format_micros(micros: u64) -> String {
-    chrono::DateTime::from_timestamp_micros(micros as i64).map_or_else(
-        || micros.to_string(),
-        |t| t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
-    )
-}

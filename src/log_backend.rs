@@ -1,135 +1,29 @@
-//! The `log` crate backend: turning a `log::Record` into ours, the
-//! re-entrancy rule, and installing a broker as the global logger.
-//!
-//! # The re-entrancy rule
-//!
-//! A log call made on a logbus worker thread (from inside an appender), or
-//! made while logbus is already routing a record on the same thread (from a
-//! subscription predicate), is discarded and counted in
-//! [`BrokerStats::suppressed`](crate::BrokerStats::suppressed). It can
-//! therefore neither deadlock (no lock is taken) nor loop (no record is
-//! produced). Appenders report their problems by returning errors instead.
+//! The `log` crate backend: turning a `log::Record` into ours (under the
+//! re-entrancy rule of `thread_role.rs`), and installing a broker as the
+//! global logger.
 
 use std::borrow::Cow;
-use std::cell::Cell;
-use std::collections::HashSet;
 use std::fmt;
 
 use log::kv::{self, VisitSource, VisitValue};
+use logbus_appenders::__private_api as produce;
+use logbus_appenders::{Record, Value};
 
-use crate::appenders::{Record, ThreadInfo, Value};
-use crate::broker::{Broker, BrokerHandle, BrokerShared, ShutdownReport};
-use crate::subscription::Counters;
-use crate::sync::{lock, Mutex, Ordering};
-
-/// The re-entrancy state of the current thread.
-const IDLE: u8 = 0;
-/// Routing a record right now (a predicate may be running).
-const ROUTING: u8 = 1;
-/// A logbus worker thread, for its whole life.
-const WORKER: u8 = 2;
-
-thread_local! {
-    static STATE: Cell<u8> = const { Cell::new(IDLE) };
-    static THREAD: Cell<Option<ThreadInfo>> = const { Cell::new(None) };
-}
-
-/// Marks the current thread as a logbus worker (for its whole life).
-pub(crate) fn mark_worker_thread() {
-    STATE.with(|s| s.set(WORKER));
-}
-
-/// Whether the current thread is a logbus worker.
-pub(crate) fn on_worker_thread() -> bool {
-    STATE.try_with(|s| s.get() == WORKER).unwrap_or(false)
-}
-
-/// Whether a log call on this thread must be discarded (re-entrancy rule).
-pub(crate) fn in_logbus() -> bool {
-    STATE.try_with(|s| s.get() != IDLE).unwrap_or(true)
-}
-
-/// Resets the routing state when dropped, also on unwinding.
-struct RoutingGuard;
-
-impl RoutingGuard {
-    fn enter() -> Option<RoutingGuard> {
-        STATE
-            .try_with(|s| {
-                if s.get() == IDLE {
-                    s.set(ROUTING);
-                    Some(RoutingGuard)
-                } else {
-                    None
-                }
-            })
-            .ok()
-            .flatten()
-    }
-}
-
-impl Drop for RoutingGuard {
-    fn drop(&mut self) {
-        let _ = STATE.try_with(|s| s.set(IDLE));
-    }
-}
-
-/// Most thread names interned for the life of the process; past the cap
-/// (programs that spawn endless uniquely named threads) names are omitted.
-const THREAD_NAMES_CAP: usize = 1024;
-
-static THREAD_NAMES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
-
-/// The current thread's id and interned name, computed once per thread.
-pub(crate) fn thread_info() -> ThreadInfo {
-    THREAD
-        .try_with(|cell| {
-            if let Some(info) = cell.get() {
-                return info;
-            }
-            let info = compute_thread_info();
-            cell.set(Some(info));
-            info
-        })
-        .unwrap_or_else(|_| compute_thread_info())
-}
-
-fn compute_thread_info() -> ThreadInfo {
-    let current = std::thread::current();
-    // `ThreadId::as_u64` is unstable; its Debug form is `ThreadId(N)`.
-    let debug = format!("{:?}", current.id());
-    let id = debug
-        .chars()
-        .filter(char::is_ascii_digit)
-        .collect::<String>()
-        .parse()
-        .unwrap_or(0);
-    let name = current.name().and_then(|name| {
-        let mut names = lock(&THREAD_NAMES);
-        let names = names.get_or_insert_with(HashSet::new);
-        if let Some(&interned) = names.get(name) {
-            return Some(interned);
-        }
-        if names.len() >= THREAD_NAMES_CAP {
-            return None;
-        }
-        let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
-        names.insert(leaked);
-        Some(leaked)
-    });
-    ThreadInfo { id, name }
-}
+use crate::broker::{Broker, BrokerHandle, BrokerShared};
+use crate::stats::{Counters, ShutdownReport};
+use crate::sync::Ordering;
+use crate::thread_role::{self, RoutingGuard};
 
 /// Fills `out` (fresh or recycled, already carrying topic, seq and time)
 /// from the `log` crate's record.
 fn fill(out: &mut Record, record: &log::Record<'_>) {
     let args = record.args();
     match args.as_str() {
-        Some(literal) => out.set_message_literal(literal),
+        Some(literal) => produce::set_message_literal(out, literal),
         None => {
             // Writing into a String only fails if a Display impl does; the
             // message then ends where it failed, as with `format!`'s callers.
-            let buffer = out.message_buffer();
+            let buffer = produce::message_buffer(out);
             if buffer.capacity() == 0 {
                 // A fresh record: skip the 8-16-32 growth steps most
                 // messages would otherwise take.
@@ -146,8 +40,8 @@ fn fill(out: &mut Record, record: &log::Record<'_>) {
         .file_static()
         .map(Cow::Borrowed)
         .or_else(|| record.file().map(|f| Cow::Owned(f.to_owned())));
-    out.set_location(module_path, file, record.line());
-    out.set_thread(thread_info());
+    produce::set_location(out, module_path, file, record.line());
+    produce::set_thread(out, thread_role::thread_info());
     let source = record.key_values();
     if source.count() > 0 {
         let _ = source.visit(&mut CollectKv(out));
@@ -162,7 +56,7 @@ impl<'kvs> VisitSource<'kvs> for CollectKv<'_> {
         if value.visit(&mut owned).is_err() {
             owned.0 = Value::Str(Cow::Owned(value.to_string()));
         }
-        self.0.push_kv(Cow::Owned(key.as_str().to_owned()), owned.0);
+        produce::push_kv(self.0, Cow::Owned(key.as_str().to_owned()), owned.0);
         Ok(())
     }
 }

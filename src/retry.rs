@@ -34,7 +34,7 @@ use serde::Serialize;
 /// assert_eq!(policy.backoff(2), Duration::from_millis(100));
 /// assert_eq!(policy.backoff(3), Duration::from_millis(300));
 /// assert_eq!(policy.backoff(4), Duration::from_millis(500)); // capped
-/// assert_eq!(RetryPolicy::none().get_max_attempts(), 1);
+/// assert_eq!(RetryPolicy::none().attempts(), 1);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use]
@@ -92,9 +92,10 @@ impl RetryPolicy {
         self
     }
 
-    /// Attempts per record, the first included.
+    /// Attempts per record, the first included (what
+    /// [`max_attempts`](RetryPolicy::max_attempts) set).
     #[must_use]
-    pub const fn get_max_attempts(&self) -> u32 {
+    pub const fn attempts(&self) -> u32 {
         self.max_attempts
     }
 
@@ -235,15 +236,15 @@ enum Tripped {
     Forever,
 }
 
-/// What the worker should do with the next record.
+/// The breaker's verdict on the next record: what the worker does with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Gate {
-    /// Write normally, with retries.
+pub(crate) enum Verdict {
+    /// Write normally, with retries (the breaker is closed).
     Pass,
-    /// One attempt, no retries.
+    /// One attempt, no retries (half open).
     Probe,
-    /// Skip the appender.
-    Open,
+    /// Skip the appender: straight to the dead-letter route (open).
+    Skip,
 }
 
 impl Breaker {
@@ -255,20 +256,20 @@ impl Breaker {
         }
     }
 
-    pub(crate) fn gate(&self, now: Instant) -> Gate {
+    pub(crate) fn verdict(&self, now: Instant) -> Verdict {
         match self.state {
-            Tripped::Closed => Gate::Pass,
-            Tripped::Until(until) if now < until => Gate::Open,
-            Tripped::Until(_) => Gate::Probe,
-            Tripped::Forever => Gate::Open,
+            Tripped::Closed => Verdict::Pass,
+            Tripped::Until(until) if now < until => Verdict::Skip,
+            Tripped::Until(_) => Verdict::Probe,
+            Tripped::Forever => Verdict::Skip,
         }
     }
 
     pub(crate) fn state(&self, now: Instant) -> BreakerState {
-        match self.gate(now) {
-            Gate::Pass => BreakerState::Closed,
-            Gate::Open => BreakerState::Open,
-            Gate::Probe => BreakerState::HalfOpen,
+        match self.verdict(now) {
+            Verdict::Pass => BreakerState::Closed,
+            Verdict::Skip => BreakerState::Open,
+            Verdict::Probe => BreakerState::HalfOpen,
         }
     }
 
@@ -334,14 +335,14 @@ mod tests {
             RetryPolicy::new().multiplier(u32::MAX).backoff(50),
             Duration::from_secs(1)
         );
-        assert_eq!(RetryPolicy::new().max_attempts(0).get_max_attempts(), 1);
+        assert_eq!(RetryPolicy::new().max_attempts(0).attempts(), 1);
     }
 
     #[test]
     fn breaker_transitions() {
         let start = Instant::now();
         let mut b = Breaker::new(CircuitBreaker::new(3, Duration::from_secs(10)));
-        assert_eq!(b.gate(start), Gate::Pass);
+        assert_eq!(b.verdict(start), Verdict::Pass);
         assert!(!b.failure(start));
         assert!(!b.failure(start));
         b.success();
@@ -349,18 +350,18 @@ mod tests {
         assert!(!b.failure(start));
         assert!(b.failure(start));
         assert_eq!(b.state(start), BreakerState::Open);
-        assert_eq!(b.gate(start + Duration::from_secs(9)), Gate::Open);
+        assert_eq!(b.verdict(start + Duration::from_secs(9)), Verdict::Skip);
         let later = start + Duration::from_secs(10);
-        assert_eq!(b.gate(later), Gate::Probe);
+        assert_eq!(b.verdict(later), Verdict::Probe);
         assert!(b.failure(later));
-        assert_eq!(b.gate(later), Gate::Open);
+        assert_eq!(b.verdict(later), Verdict::Skip);
         b.success();
         assert_eq!(b.state(later), BreakerState::Closed);
         let mut forever = Breaker::new(CircuitBreaker::new(1, Duration::MAX));
         assert!(forever.failure(start));
         assert_eq!(
-            forever.gate(start + Duration::from_secs(1 << 40)),
-            Gate::Open
+            forever.verdict(start + Duration::from_secs(1 << 40)),
+            Verdict::Skip
         );
         let mut never = Breaker::new(CircuitBreaker::disabled());
         for _ in 0..1000 {

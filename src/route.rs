@@ -17,10 +17,12 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use log::LevelFilter;
 
-use crate::appenders::{Level, Topic};
+use logbus_appenders::{Level, Topic};
+
 use crate::directive::Directives;
-use crate::recycle::Recycled;
-use crate::subscription::{LaneProducer, Predicate, SubShared};
+use crate::queue::LaneProducer;
+use crate::recycle::Stash;
+use crate::subscription::{Predicate, SubShared};
 use crate::sync::{lock, Arc, Mutex};
 use crate::topic::{PatternTrie, TopicPattern};
 
@@ -174,8 +176,8 @@ pub(crate) struct BrokerView {
     /// it. Dropping one (thread exit, unsubscribe) closes the lane.
     lanes: Vec<Option<LaneProducer>>,
     /// Records recycled by workers, taken from the broker's pool a batch at
-    /// a time.
-    stash: Vec<Recycled>,
+    /// a time (see `recycle.rs`).
+    stash: Stash,
     /// A view made for one call (the thread's locals are gone): it makes no
     /// lanes and takes nothing from the pool; see `BrokerView::temporary`.
     temporary: bool,
@@ -187,7 +189,7 @@ pub(crate) struct Routed<'v> {
     pub(crate) snapshot: &'v Snapshot,
     pub(crate) route: &'v Route,
     pub(crate) lanes: &'v mut [Option<LaneProducer>],
-    pub(crate) stash: &'v mut Vec<Recycled>,
+    pub(crate) stash: &'v mut Stash,
     /// Whether the view is for one call only: push through the shared
     /// queue, not a lane.
     pub(crate) temporary: bool,
@@ -211,7 +213,7 @@ impl BrokerView {
             snapshot,
             routes: HashMap::default(),
             lanes,
-            stash: Vec::new(),
+            stash: Stash::default(),
             temporary: false,
         }
     }

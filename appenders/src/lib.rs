@@ -108,3 +108,10 @@ pub use crate::{
     memory::{Memory, MemoryHandle},
     record::{level_name, Level, Record, RecordBuilder, ThreadInfo, Topic, Value},
 };
+
+/// The producer's side of [`Record`], for the `logbus` crate only: not part
+/// of the public API, exempt from semver.
+#[doc(hidden)]
+pub mod __private_api {
+    pub use crate::record::producer::*;
+}

@@ -1,4 +1,8 @@
 //! The record type appenders consume: one immutable log event, owned.
+//!
+//! `Record` offers readers only. The broker's side (building a record in
+//! place, reusing one, the holders count) is in [`producer`], which the
+//! crate exposes only as the hidden `__private_api` module.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -7,6 +11,8 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 pub use log::Level;
+
+pub(crate) mod producer;
 
 /// A record's topic: `<level>.<target>`, with `::` in the target turned into `.`.
 ///
@@ -247,9 +253,9 @@ pub struct Record {
     thread: ThreadInfo,
     kv: Vec<(Cow<'static, str>, Value)>,
     /// An empty string whose capacity is kept for the next formatted message
-    /// when the record is recycled (see [`Record::recycle`]).
+    /// when the record is reused (see [`producer::recycle`]).
     spare: String,
-    /// See [`Record::holders`].
+    /// See [`producer::holders`].
     holders: Holders,
 }
 
@@ -269,10 +275,6 @@ impl fmt::Debug for Holders {
         fmt::Debug::fmt(&self.0.load(Ordering::Relaxed), f)
     }
 }
-
-/// Largest message capacity a recycled record keeps; a record that carried a
-/// huge message gives its buffer back instead of pinning it.
-const MAX_SPARE_CAPACITY: usize = 4096;
 
 impl Record {
     /// Starts a record on `topic`; every other field has a neutral default
@@ -296,109 +298,6 @@ impl Record {
                 holders: Holders(AtomicUsize::new(1)),
             },
         }
-    }
-
-    /// For record producers: how many consumers (the broker's subscriptions)
-    /// have yet to finish with this shared record. A producer sets it before
-    /// sharing the record; each consumer decrements it when done, and the one
-    /// that takes it to zero may reuse the record (see [`Record::recycle`])
-    /// once it holds the only reference. 1 for a new or cloned record.
-    /// Appenders have no use for it.
-    #[doc(hidden)]
-    #[must_use]
-    #[inline]
-    pub fn holders(&self) -> &AtomicUsize {
-        &self.holders.0
-    }
-
-    /// Turns this record into a new, empty one on `topic` (no message,
-    /// location, thread or key-values), keeping its allocations (the message
-    /// buffer and the key-value vector) for reuse.
-    ///
-    /// For record producers: the broker recycles a record once the last
-    /// appender is done with it, so that a steady stream of log calls
-    /// allocates nothing. Appenders only ever see `&Record` and never call
-    /// this.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::fmt::Write as _;
-    /// use std::time::SystemTime;
-    /// use logbus_appenders::{Level, Record, Topic};
-    ///
-    /// let mut record = Record::builder(Topic::new(Level::Info, "app")).message(String::from("old")).build();
-    /// record.recycle(Topic::new(Level::Warn, "db"), 8, SystemTime::now());
-    /// write!(record.message_buffer(), "new {}", 1)?;
-    /// assert_eq!((record.seq(), record.message(), record.topic().as_str()), (8, "new 1", "warn.db"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn recycle(&mut self, topic: Topic, seq: u64, time: SystemTime) {
-        if let Cow::Owned(mut text) = std::mem::replace(&mut self.message, Cow::Borrowed("")) {
-            if text.capacity() <= MAX_SPARE_CAPACITY && text.capacity() > self.spare.capacity() {
-                text.clear();
-                self.spare = text;
-            }
-        }
-        self.seq = seq;
-        self.time = time;
-        self.topic = topic;
-        self.module_path = None;
-        self.file = None;
-        self.line = None;
-        self.thread = ThreadInfo { id: 0, name: None };
-        *self.holders.0.get_mut() = 1;
-        self.kv.clear();
-        if self.kv.capacity() > 64 {
-            self.kv = Vec::new();
-        }
-    }
-
-    /// Sets a literal message (not copied).
-    #[inline]
-    pub fn set_message_literal(&mut self, message: &'static str) {
-        if let Cow::Owned(text) = std::mem::replace(&mut self.message, Cow::Borrowed(message)) {
-            if text.capacity() <= MAX_SPARE_CAPACITY && text.capacity() > self.spare.capacity() {
-                self.spare = text;
-            }
-        }
-    }
-
-    /// An empty buffer that becomes the message: write the formatted message
-    /// into it. Reuses the capacity of earlier messages.
-    #[inline]
-    pub fn message_buffer(&mut self) -> &mut String {
-        if let Cow::Borrowed(_) = self.message {
-            self.message = Cow::Owned(std::mem::take(&mut self.spare));
-        }
-        let text = self.message.to_mut();
-        text.clear();
-        text
-    }
-
-    /// Sets where the log call was made.
-    #[inline]
-    pub fn set_location(
-        &mut self,
-        module_path: Option<Cow<'static, str>>,
-        file: Option<Cow<'static, str>>,
-        line: Option<u32>,
-    ) {
-        self.module_path = module_path;
-        self.file = file;
-        self.line = line;
-    }
-
-    /// Sets the thread that made the log call.
-    #[inline]
-    pub fn set_thread(&mut self, thread: ThreadInfo) {
-        self.thread = thread;
-    }
-
-    /// Appends one key-value.
-    #[inline]
-    pub fn push_kv(&mut self, key: Cow<'static, str>, value: Value) {
-        self.kv.push((key, value));
     }
 
     /// Broker-wide sequence number, strictly increasing in publish order of

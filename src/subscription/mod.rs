@@ -1,70 +1,22 @@
 //! Subscriptions: what an appender receives (patterns, level, predicate) and
 //! how it receives it (a bounded queue, an overflow policy, a worker thread).
-
-mod lane;
-mod queue;
-pub(crate) mod worker;
+//!
+//! [`Subscription::builder`] configures one; [`SubShared`] is its shared
+//! state once subscribed (the queue, the counters, the worker's mailbox);
+//! [`SubscriptionHandle`] reads its counters.
 
 use std::fmt;
-use std::time::Duration;
 
 use log::LevelFilter;
-use serde::Serialize;
 
-use crate::appenders::{Appender, Record};
+use logbus_appenders::{Appender, Record};
+
 use crate::directive::Directives;
+use crate::queue::{LaneProducer, OverflowPolicy, Queue, DEFAULT_CAPACITY};
 use crate::retry::{BreakerState, CircuitBreaker, RetryPolicy};
-use crate::sync::{
-    lock, thread, Arc, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, CacheLine, Mutex, OnceLock,
-    Ordering,
-};
+use crate::stats::{Counters, SubscriptionStats};
+use crate::sync::{thread, Arc, Mutex, Ordering};
 use crate::topic::{TopicParseError, TopicPattern};
-
-pub(crate) use lane::{Budget, Lane, LaneProducer};
-pub(crate) use queue::Queue;
-
-/// The default queue capacity, in records.
-///
-/// 8,192 records absorb a burst of about 4 ms at full speed (the worker
-/// writes 2 M records a second on our 2-vCPU machines) and, with typical
-/// 70-150-byte messages, hold about 2.5 MB: the whole process stayed under
-/// our 16 MiB RSS budget with four threads flooding one file (16,384 took it
-/// to 19 MB, for no fewer drops). Each publishing thread's lane also has
-/// room for this many record pointers (16 bytes each, made resident only as
-/// the lane fills: up to 128 KiB per thread and subscription under a flood).
-pub const DEFAULT_CAPACITY: usize = 8_192;
-
-/// The largest queue capacity a subscription accepts, in records (2^20).
-///
-/// Each publishing thread's lane has room for `capacity` record pointers
-/// (16 bytes each, made resident as it fills), and the subscription's shared
-/// channel allocates its `capacity` slots up front: the bound keeps each of
-/// those under 16 MiB.
-pub const MAX_CAPACITY: usize = 1 << 20;
-
-/// What a subscription does when its queue is full.
-///
-/// The caller of a log call never waits under the two drop policies.
-///
-/// | policy | caller | what is lost |
-/// |---|---|---|
-/// | `DropOldest` (default) | never waits | the oldest queued record, counted in `dropped` |
-/// | `DropNewest` | never waits | the new record, counted in `dropped` |
-/// | `Block` | waits for space | nothing |
-/// | `BlockTimeout(d)` | waits at most `d` | the new record after `d`, counted in `dropped` |
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum OverflowPolicy {
-    /// Evict the oldest queued record to make room for the new one.
-    #[default]
-    DropOldest,
-    /// Discard the new record.
-    DropNewest,
-    /// Wait until the worker makes room.
-    Block,
-    /// Wait at most this long, then discard the new record.
-    BlockTimeout(Duration),
-}
 
 /// A predicate over records, checked on the caller's thread.
 pub(crate) type Predicate = Arc<dyn Fn(&Record) -> bool + Send + Sync>;
@@ -275,175 +227,31 @@ pub(crate) fn parse_patterns(
         .collect()
 }
 
-/// Per-subscription counters, shared by publishers, the worker and readers.
-///
-/// Every counter is a pure statistic: `Relaxed`, it publishes no other
-/// memory. Exactness comes from each record being counted by exactly one
-/// party (see `queue.rs`); sums are exact at quiescent points (after a flush).
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    /// Records taken off the queue by the worker.
-    pub(crate) taken: AtomicU64,
-    /// Records the appender accepted.
-    pub(crate) written: AtomicU64,
-    /// Records discarded by the overflow policy or published after shutdown.
-    pub(crate) dropped: AtomicU64,
-    /// Records that failed and reached the dead-letter route.
-    pub(crate) dead_lettered: AtomicU64,
-    /// Records that failed with no dead-letter route to take them.
-    pub(crate) lost: AtomicU64,
-    /// Extra attempts made after failures.
-    pub(crate) retried: AtomicU64,
-    /// Panics caught from the appender.
-    pub(crate) panics: AtomicU64,
-    /// Unix time in microseconds of the first drop not yet reported by a
-    /// summary record; 0 when none. Set by droppers (compare-exchange from
-    /// 0), cleared by the worker when it reports.
-    pub(crate) first_drop_micros: AtomicU64,
-    /// Approximate bytes of queued records (only maintained with
-    /// `max_bytes`).
-    pub(crate) bytes: AtomicUsize,
-    /// The circuit breaker's state (`BreakerState::to_u8`), written by the
-    /// worker for readers of the stats. Relaxed: a plain published value.
-    pub(crate) breaker: AtomicU8,
+/// A request to the worker, on its control channel: never evicted, since
+/// it does not travel through the queue.
+#[derive(Debug)]
+pub(crate) enum Control {
+    /// Write every record queued now, flush the appender, then acknowledge.
+    Flush(crossbeam_channel::Sender<()>),
+    /// Write everything queued, flush, acknowledge and exit. Sent only once no
+    /// publisher can enqueue any more (the subscription's gate is closed).
+    Shutdown,
 }
 
-impl Counters {
-    pub(crate) fn add(counter: &AtomicU64, n: u64) {
-        // Relaxed: a statistic; publishes no other memory.
-        counter.fetch_add(n, Ordering::Relaxed);
-    }
-
-    pub(crate) fn sub(counter: &AtomicU64, n: u64) {
-        // Relaxed: a statistic; publishes no other memory.
-        counter.fetch_sub(n, Ordering::Relaxed);
-    }
-
-    pub(crate) fn get(counter: &AtomicU64) -> u64 {
-        counter.load(Ordering::Relaxed)
-    }
-
-    /// Counts `n` dropped records and remembers when the burst started.
-    pub(crate) fn record_drops(&self, n: u64) {
-        Counters::add(&self.dropped, n);
-        self.stamp_first_drop();
-    }
-
-    /// Remembers when the current burst of drops started, if not yet known.
-    pub(crate) fn stamp_first_drop(&self) {
-        if self.first_drop_micros.load(Ordering::Relaxed) == 0 {
-            let now = crate::record_now_micros();
-            // Relaxed: only the value matters; losing the race means another
-            // dropper already stamped the burst.
-            let _ = self.first_drop_micros.compare_exchange(
-                0,
-                now,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
-        }
-    }
-}
-
-/// A snapshot of one subscription's counters.
-///
-/// At any quiescent point (after [`Broker::flush`](crate::BrokerHandle::flush)
-/// returned, or after shutdown) the accounting identity holds exactly:
-///
-/// `matched == written + dropped + dead_lettered + lost + in_queue`
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct SubscriptionStats {
-    /// Records routed to this subscription (they passed its patterns, level
-    /// and predicate).
-    pub matched: u64,
-    /// Records the appender accepted.
-    pub written: u64,
-    /// Records discarded by the overflow policy, or published after shutdown
-    /// (those are counted in every subscription whose patterns, level and
-    /// directives match; predicates are not run after shutdown).
-    pub dropped: u64,
-    /// Records that failed and were handed to the dead-letter route.
-    pub dead_lettered: u64,
-    /// Records that failed with no dead-letter route.
-    pub lost: u64,
-    /// Extra attempts made after failures.
-    pub retried: u64,
-    /// Panics caught from the appender.
-    pub panics: u64,
-    /// Records queued or in the worker's hands, not yet settled.
-    pub in_queue: u64,
-    /// The circuit breaker's state.
-    pub breaker: BreakerState,
-}
-
-impl SubscriptionStats {
-    /// Adds `other`'s counters to these (the breaker state is kept).
-    pub(crate) fn accumulate(&mut self, other: &SubscriptionStats) {
-        self.matched += other.matched;
-        self.written += other.written;
-        self.dropped += other.dropped;
-        self.dead_lettered += other.dead_lettered;
-        self.lost += other.lost;
-        self.retried += other.retried;
-        self.panics += other.panics;
-        self.in_queue += other.in_queue;
-    }
-}
-
-/// The shared state of one subscription.
+/// The shared state of one subscription: what publishers, its worker, the
+/// broker and stats readers all reach. Built by `worker::spawn`.
 pub(crate) struct SubShared {
     pub(crate) name: Arc<str>,
-    /// The shared queue: for records pushed without a lane (dead letters
-    /// from other workers, log calls after a thread's locals are gone).
+    /// The queue: lanes, shared channel, bounds, gate, waker.
     pub(crate) queue: Queue,
-    /// Records one lane holds (the subscription's capacity).
-    pub(crate) capacity: usize,
-    /// Records all the lanes hold together (the subscription's capacity).
-    pub(crate) budget: Arc<Budget>,
-    /// Every live lane into this subscription, one per publishing thread
-    /// (see `lane.rs`). The lock is taken when a thread publishes to this
-    /// subscription for the first time, when the worker notices a new lane
-    /// (by `lanes_added`) or forgets a finished one, and by stats readers.
-    pub(crate) lanes: Mutex<Vec<Arc<Lane>>>,
-    /// Bumped (Release) after each lane is registered; the worker compares
-    /// it with the count it last saw (Acquire) to refresh its list.
-    pub(crate) lanes_added: AtomicUsize,
-    /// Set by the worker before it parks, cleared when it wakes. Publishers
-    /// read it (Relaxed) after each push and unpark the worker if set.
-    ///
-    /// The publisher's read is not ordered after its push (a fence there
-    /// would cost what lanes save), so a publisher racing with the worker
-    /// falling asleep can miss the flag while the worker misses the record.
-    /// The worker therefore looks at its queue again `worker::IDLE_RECHECK`
-    /// (1 ms) after setting the flag, keeps the flag set while it sleeps, and
-    /// parks for at most `worker::IDLE_PARK` (10 s) at a time. This relies
-    /// on something the memory model does not promise but every CPU we know
-    /// provides: a store (the racing publisher's tail) becomes visible to
-    /// other cores within a millisecond. If it ever did not, the record would
-    /// be late by up to 10 s, never lost. Flush and shutdown requesters
-    /// unpark unconditionally. On its own cache line: read on every publish,
-    /// written only when the worker sleeps or wakes.
-    pub(crate) sleeping: CacheLine<AtomicBool>,
-    /// The worker's thread, to unpark it.
-    pub(crate) thread: OnceLock<thread::Thread>,
-    /// The worker's control channel (flush, shutdown); never evicted.
-    pub(crate) ctrl: crossbeam_channel::Sender<worker::Control>,
     pub(crate) counters: Counters,
-    /// Publishers currently between "routed with snapshot generation g" and
-    /// "done enqueueing". Incremented (SeqCst) before the publisher
-    /// re-checks the broker generation, decremented (Release) when done. A
-    /// reconfiguration bumps the generation (SeqCst) and then waits for this
-    /// to reach 0: in the single total order of SeqCst operations either the
-    /// publisher's increment precedes the waiter's load (the waiter waits for
-    /// it) or the publisher's generation load follows the bump (it sees the
-    /// new generation and re-routes). So no publisher enqueues with a stale
-    /// routing decision after the waiter moved on.
-    /// On its own cache line: publishers write it twice per record, while
-    /// the worker writes the counters beside it once per batch.
-    pub(crate) gate: CacheLine<AtomicUsize>,
-    /// The worker's join handle, taken by whoever stops the worker.
-    pub(crate) worker: Mutex<Option<worker::WorkerHandle>>,
+    /// The worker's control channel (flush, shutdown). Control messages are
+    /// few (one per flush caller, one shutdown); its bound (see
+    /// `worker::CONTROL_CAPACITY`) keeps a stuck appender plus repeated
+    /// timed-out flushes from growing it without limit.
+    pub(crate) ctrl: crossbeam_channel::Sender<Control>,
+    /// The worker's thread, taken by whoever stops the worker and joins it.
+    pub(crate) worker: Mutex<Option<thread::JoinHandle<()>>>,
     /// Disconnects when the worker thread has finished, whoever joins it:
     /// lets several parties (shutdown, a background unsubscribe) wait.
     pub(crate) done: crossbeam_channel::Receiver<()>,
@@ -475,7 +283,7 @@ impl SubShared {
         let dead_lettered = Counters::get(&c.dead_lettered);
         let lost = Counters::get(&c.lost);
         let taken = Counters::get(&c.taken);
-        let queued = (self.queue.len() + self.lanes_len()) as u64;
+        let queued = self.queue.len() as u64;
         let dropped = Counters::get(&c.dropped);
         let in_hand = taken.saturating_sub(written + dead_lettered + lost);
         // `matched` counts records at enqueue time; a record in the worker's
@@ -493,95 +301,21 @@ impl SubShared {
         }
     }
 
-    /// Records queued in all lanes now.
-    fn lanes_len(&self) -> usize {
-        lock(&self.lanes).iter().map(|lane| lane.len()).sum()
-    }
-
-    /// A new lane into this subscription for the calling thread.
-    pub(crate) fn new_lane(&self) -> LaneProducer {
-        let (lane, producer) = Lane::create(self.capacity, Arc::clone(&self.budget));
-        lock(&self.lanes).push(lane);
-        // Release: the registration above happens before a worker that
-        // sees the new count locks the list.
-        self.lanes_added.fetch_add(1, Ordering::Release);
-        producer
-    }
-
-    /// Enqueues `record` through the calling thread's lane; the records the
-    /// overflow policy drops go to `spill`.
+    /// Enqueues `record` through the calling thread's lane (inside its
+    /// gate); the records the overflow policy drops go to `spill`.
     pub(crate) fn push_lane(
         &self,
         lane: &mut LaneProducer,
         record: Arc<Record>,
         spill: impl FnMut(Arc<Record>),
     ) {
-        self.queue
-            .push_lane(lane, record, &self.counters, || self.wake(), spill);
-        self.wake_if_sleeping();
+        self.queue.push_lane(lane, record, &self.counters, spill);
     }
 
-    /// Enqueues `record` through the shared queue.
+    /// Enters the gate and enqueues `record` through the shared channel.
     pub(crate) fn push_shared(&self, record: Arc<Record>) {
-        self.queue.push(record, &self.counters);
-        self.wake_if_sleeping();
-    }
-
-    /// Unparks the worker if it said it is going to sleep.
-    pub(crate) fn wake_if_sleeping(&self) {
-        // Relaxed: see `sleeping`.
-        if self.sleeping.load(Ordering::Relaxed) {
-            self.wake();
-        }
-    }
-
-    /// Unparks the worker (it parks again if there is nothing to do).
-    pub(crate) fn wake(&self) {
-        if let Some(thread) = self.thread.get() {
-            thread.unpark();
-        }
-    }
-
-    /// Waits until no publisher is inside the gate: neither a lane's
-    /// producer (its `busy` flag) nor a pusher into the shared queue (`gate`).
-    /// Called after the broker's generation was bumped (SeqCst).
-    ///
-    /// The protocol, for lanes: a publisher stores `busy = true`, issues a
-    /// `SeqCst` fence, then loads the generation; we store the generation
-    /// (`SeqCst`), then load each `busy` (`SeqCst`). In the single total
-    /// order of `SeqCst` operations either our load comes after the
-    /// publisher's fence (we see `busy` and wait for it) or its generation
-    /// load comes after our store (it sees the new generation and routes
-    /// again). A lane registered after we copied the list was registered
-    /// under the same mutex after our bump, so its publisher sees the new
-    /// generation too.
-    ///
-    /// Publishers run no user code inside the gate (the record is built and
-    /// the predicates run first), so a removal made from a predicate or a
-    /// `Display` impl never waits for its own thread.
-    ///
-    /// Publishers never block under the drop policies, so this is short; under
-    /// `Block` it lasts until the worker has made room for them.
-    pub(crate) fn wait_gate_closed(&self, deadline: Option<std::time::Instant>) -> bool {
-        let lanes: Vec<Arc<Lane>> = lock(&self.lanes).clone();
-        let mut spins = 0u32;
-        loop {
-            // SeqCst: pairs with the publisher's SeqCst increment (see `gate`).
-            let busy =
-                self.gate.load(Ordering::SeqCst) != 0 || lanes.iter().any(|lane| lane.is_busy());
-            if !busy {
-                return true;
-            }
-            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-                return false;
-            }
-            spins += 1;
-            if spins < 64 {
-                std::hint::spin_loop();
-            } else {
-                thread::yield_now();
-            }
-        }
+        let _pass = self.queue.enter_shared();
+        self.queue.push_shared(record, &self.counters);
     }
 }
 

@@ -39,79 +39,15 @@
 
 use std::ptr;
 
-use crate::appenders::Record;
+use logbus_appenders::Record;
+
+use super::budget::Budget;
+use super::gate::BusyFlag;
 use crate::sync::{Arc, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, CacheLine, Ordering};
 
 /// Most records taken by one compare-and-swap (the pointers are read into a
 /// stack buffer of this size first).
 const TAKE_RUN: usize = 64;
-
-/// The records a subscription may hold queued across all its lanes: a
-/// counting semaphore of free places. Producers reserve places a chunk at a
-/// time (one atomic operation per chunk, not per record); the worker gives
-/// places back as it takes records. Relaxed throughout: it bounds memory,
-/// it orders nothing (the slots are protected by `head` and `tail`).
-///
-/// A producer keeps the places it reserved and has not used yet, so idle
-/// threads hold a few each. The chunk shrinks as lanes are added (1/64th of
-/// the capacity shared by the open lanes, at most 32), so that together
-/// they hold a small part of the capacity (about 1/64th of it times the
-/// logarithm of the number of threads, when threads arrive one by one)
-/// rather than starving the busy thread.
-#[derive(Debug)]
-pub(crate) struct Budget {
-    free: CacheLine<AtomicUsize>,
-    capacity: usize,
-    /// Open lanes drawing on this budget.
-    lanes: AtomicUsize,
-}
-
-impl Budget {
-    /// A budget of `capacity` places.
-    pub(crate) fn new(capacity: usize) -> Budget {
-        Budget {
-            free: CacheLine(AtomicUsize::new(capacity)),
-            capacity,
-            lanes: AtomicUsize::new(0),
-        }
-    }
-
-    /// Places a producer reserves at a time. Capacities under 128 reserve
-    /// one at a time, so that their bound is exact.
-    fn chunk(&self) -> usize {
-        // Relaxed: a sizing hint.
-        let lanes = self.lanes.load(Ordering::Relaxed).max(1);
-        (self.capacity / 64 / lanes).clamp(1, 32)
-    }
-
-    /// Reserves up to a chunk of places; returns how many (0 if none left).
-    fn reserve(&self) -> usize {
-        let chunk = self.chunk();
-        let mut free = self.free.load(Ordering::Relaxed);
-        loop {
-            let take = free.min(chunk);
-            if take == 0 {
-                return 0;
-            }
-            match self.free.compare_exchange_weak(
-                free,
-                free - take,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return take,
-                Err(now) => free = now,
-            }
-        }
-    }
-
-    /// Gives back `n` places.
-    fn release(&self, n: usize) {
-        if n > 0 {
-            self.free.fetch_add(n, Ordering::Relaxed);
-        }
-    }
-}
 
 /// One place in a lane: the record's pointer (from `Arc::into_raw`) and its
 /// `seq`, so that the worker can merge lanes in `seq` order without touching
@@ -150,10 +86,10 @@ pub(crate) struct Lane {
     head: CacheLine<AtomicUsize>,
     /// The next index to fill. Written only by the producer.
     tail: CacheLine<AtomicUsize>,
-    /// The producer's gate: set while it routes and enqueues a record with
-    /// a given snapshot; see `SubShared::wait_gate_closed` for the protocol.
-    /// Written only by the producer.
-    busy: CacheLine<AtomicBool>,
+    /// The producer's side of the subscription's gate (`gate.rs`): set
+    /// while it enqueues a record routed with a given snapshot. Written only
+    /// by the producer.
+    busy: BusyFlag,
     /// Set (`Release`) when the producer is gone (its thread exited or its
     /// view moved on): once the lane is then empty, the worker forgets it.
     closed: AtomicBool,
@@ -170,12 +106,11 @@ impl Lane {
     fn new(capacity: usize, budget: Arc<Budget>) -> Lane {
         let capacity = capacity.max(1);
         let size = capacity.next_power_of_two();
-        // Relaxed: a sizing hint (see `Budget::chunk`).
-        budget.lanes.fetch_add(1, Ordering::Relaxed);
+        budget.lane_opened();
         Lane {
             head: CacheLine(AtomicUsize::new(0)),
             tail: CacheLine(AtomicUsize::new(0)),
-            busy: CacheLine(AtomicBool::new(false)),
+            busy: BusyFlag::default(),
             closed: AtomicBool::new(false),
             slots: zeroed_slots(size),
             mask: size - 1,
@@ -238,6 +173,7 @@ impl Lane {
 
     /// Takes up to `max` of the oldest records into `out` (the worker's
     /// side); returns how many.
+    #[cfg(test)]
     pub(crate) fn take(&self, max: usize, out: &mut Vec<Arc<Record>>) -> usize {
         self.take_below(u64::MAX, max, out)
     }
@@ -296,10 +232,9 @@ impl Lane {
         taken
     }
 
-    /// Whether the producer is inside its gate (SeqCst: see
-    /// `SubShared::wait_gate_closed`).
-    pub(crate) fn is_busy(&self) -> bool {
-        self.busy.load(Ordering::SeqCst)
+    /// The producer's gate flag, for the remover's side of the gate.
+    pub(crate) fn busy(&self) -> &BusyFlag {
+        &self.busy
     }
 }
 
@@ -334,7 +269,7 @@ impl LaneProducer {
     pub(crate) fn try_push(&mut self, record: Arc<Record>) -> Result<(), Arc<Record>> {
         let lane = &*self.lane;
         if self.places == 0 {
-            self.places = lane.budget.reserve();
+            self.places = lane.budget.reserve_chunk();
             if self.places == 0 {
                 return Err(record); // the subscription is full
             }
@@ -358,16 +293,9 @@ impl LaneProducer {
         Ok(())
     }
 
-    /// Marks this producer as inside its gate. Relaxed: the caller issues
-    /// one `SeqCst` fence after marking all the lanes of a route.
-    pub(crate) fn enter(&self) {
-        self.lane.busy.store(true, Ordering::Relaxed);
-    }
-
-    /// Leaves the gate. Release: our pushes happen before a reconfigurer's
-    /// `SeqCst` load that sees `false`.
-    pub(crate) fn leave(&self) {
-        self.lane.busy.store(false, Ordering::Release);
+    /// This producer's gate flag (see `gate.rs`).
+    pub(crate) fn busy(&self) -> &BusyFlag {
+        &self.lane.busy
     }
 
     /// Takes the oldest record out of the lane (drop-oldest), or `None` if
@@ -406,8 +334,7 @@ impl Drop for LaneProducer {
         // Release: our last `tail` store happens before this, for the
         // worker's `Acquire` in `is_finished`.
         self.lane.budget.release(self.places);
-        // Relaxed: a sizing hint (see `Budget::chunk`).
-        self.lane.budget.lanes.fetch_sub(1, Ordering::Relaxed);
+        self.lane.budget.lane_closed();
         self.lane.closed.store(true, Ordering::Release);
     }
 }
@@ -415,7 +342,7 @@ impl Drop for LaneProducer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::appenders::{Level, Topic};
+    use logbus_appenders::{Level, Topic};
 
     fn record(seq: u64) -> Arc<Record> {
         Arc::new(
@@ -469,7 +396,7 @@ mod tests {
         assert!(pb.try_push(record(9)).is_err());
         // A closed producer gives back what it reserved and did not use.
         drop(pa);
-        assert_eq!(budget.reserve(), 0);
+        assert_eq!(budget.reserve_chunk(), 0);
     }
 
     #[test]

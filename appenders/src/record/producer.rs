@@ -1,0 +1,135 @@
+//! The producer's side of a [`Record`]: building one in place and reusing
+//! it, for the broker only.
+//!
+//! Appenders read records (`&Record`); they never write one. These
+//! functions are what the `logbus` crate needs to fill a record on the
+//! caller's thread without allocating, and they are exposed only through
+//! the hidden `__private_api` module (as `log` keeps its macro plumbing in
+//! `__private_api`): they are not part of the documented API and may change
+//! in any release.
+
+use std::borrow::Cow;
+use std::sync::atomic::AtomicUsize;
+use std::time::SystemTime;
+
+use super::{Record, ThreadInfo, Topic, Value};
+
+/// Largest message capacity a reused record keeps; a record that carried a
+/// huge message gives its buffer back instead of pinning it.
+const MAX_SPARE_CAPACITY: usize = 4096;
+
+/// How many consumers (the broker's subscriptions) have yet to finish with
+/// this shared record. A producer sets it before sharing the record; each
+/// consumer decrements it when done, and the one that takes it to zero may
+/// reuse the record (see [`recycle`]) once it holds the only reference.
+/// 1 for a new or cloned record.
+#[must_use]
+#[inline]
+pub fn holders(record: &Record) -> &AtomicUsize {
+    &record.holders.0
+}
+
+/// Turns `record` into a new, empty one on `topic` (no message, location,
+/// thread or key-values), keeping its allocations (the message buffer and
+/// the key-value vector) for reuse.
+#[inline]
+pub fn recycle(record: &mut Record, topic: Topic, seq: u64, time: SystemTime) {
+    if let Cow::Owned(mut text) = std::mem::replace(&mut record.message, Cow::Borrowed("")) {
+        if text.capacity() <= MAX_SPARE_CAPACITY && text.capacity() > record.spare.capacity() {
+            text.clear();
+            record.spare = text;
+        }
+    }
+    record.seq = seq;
+    record.time = time;
+    record.topic = topic;
+    record.module_path = None;
+    record.file = None;
+    record.line = None;
+    record.thread = ThreadInfo { id: 0, name: None };
+    *record.holders.0.get_mut() = 1;
+    record.kv.clear();
+    if record.kv.capacity() > 64 {
+        record.kv = Vec::new();
+    }
+}
+
+/// Sets a literal message (not copied).
+#[inline]
+pub fn set_message_literal(record: &mut Record, message: &'static str) {
+    if let Cow::Owned(text) = std::mem::replace(&mut record.message, Cow::Borrowed(message)) {
+        if text.capacity() <= MAX_SPARE_CAPACITY && text.capacity() > record.spare.capacity() {
+            record.spare = text;
+        }
+    }
+}
+
+/// An empty buffer that becomes the message: write the formatted message
+/// into it. Reuses the capacity of earlier messages.
+#[inline]
+pub fn message_buffer(record: &mut Record) -> &mut String {
+    if let Cow::Borrowed(_) = record.message {
+        record.message = Cow::Owned(std::mem::take(&mut record.spare));
+    }
+    let text = record.message.to_mut();
+    text.clear();
+    text
+}
+
+/// Sets where the log call was made.
+#[inline]
+pub fn set_location(
+    record: &mut Record,
+    module_path: Option<Cow<'static, str>>,
+    file: Option<Cow<'static, str>>,
+    line: Option<u32>,
+) {
+    record.module_path = module_path;
+    record.file = file;
+    record.line = line;
+}
+
+/// Sets the thread that made the log call.
+#[inline]
+pub fn set_thread(record: &mut Record, thread: ThreadInfo) {
+    record.thread = thread;
+}
+
+/// Appends one key-value.
+#[inline]
+pub fn push_kv(record: &mut Record, key: Cow<'static, str>, value: Value) {
+    record.kv.push((key, value));
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+
+    use super::*;
+    use crate::record::Level;
+
+    #[test]
+    fn a_recycled_record_is_new_but_keeps_its_buffers() {
+        let mut record = Record::builder(Topic::new(Level::Info, "app"))
+            .message(String::from("old"))
+            .kv("k", 1u64)
+            .build();
+        recycle(
+            &mut record,
+            Topic::new(Level::Warn, "db"),
+            8,
+            SystemTime::now(),
+        );
+        assert!(record.key_values().is_empty());
+        assert_eq!(record.message(), "");
+        write!(message_buffer(&mut record), "new {}", 1).unwrap();
+        assert_eq!(
+            (record.seq(), record.message(), record.topic().as_str()),
+            (8, "new 1", "warn.db")
+        );
+        set_message_literal(&mut record, "literal");
+        assert!(matches!(record.message_cow(), Cow::Borrowed("literal")));
+        // The formatted message's buffer was kept for the next one.
+        assert!(message_buffer(&mut record).capacity() >= 5);
+    }
+}

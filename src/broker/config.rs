@@ -1,0 +1,240 @@
+//! Configuration as immutable snapshots: subscribing, reconfiguring and
+//! unsubscribing build a new [`Snapshot`] under the config lock and bump the
+//! generation, which publishers compare with their view's.
+//!
+//! Publishers still routing with the old snapshot finish under it, wholly
+//! (the gate, `queue/gate.rs`); the next publish sees the new one. No user
+//! code runs under the lock: retired snapshots (which own predicates) are
+//! dropped after it is released.
+
+use super::BrokerShared;
+use crate::directive::Directives;
+use crate::error::{ReconfigureError, SubscribeError, UnsubscribeError};
+use crate::queue::MAX_CAPACITY;
+use crate::route::{Entry, Snapshot};
+use crate::stats::SubscriptionStats;
+use crate::subscription::{SubShared, SubscriptionBuilder, SubscriptionHandle};
+use crate::sync::{lock, thread, Arc, MutexGuard, Ordering};
+use crate::thread_role;
+use crate::worker::{self, DeadLetters};
+
+/// The config mutex's guard, plus the snapshots it retired. Fields drop in
+/// order: the lock is released before the retired snapshots are dropped, so
+/// user code they own (predicates and what those capture) never runs under
+/// the lock, where a `Drop` that logs could deadlock.
+pub(super) struct ConfigLock<'a> {
+    config: MutexGuard<'a, Config>,
+    retired: Vec<Arc<Snapshot>>,
+}
+
+impl std::ops::Deref for ConfigLock<'_> {
+    type Target = Config;
+
+    fn deref(&self) -> &Config {
+        &self.config
+    }
+}
+
+impl std::ops::DerefMut for ConfigLock<'_> {
+    fn deref_mut(&mut self) -> &mut Config {
+        &mut self.config
+    }
+}
+
+pub(super) struct Config {
+    pub(super) snapshot: Arc<Snapshot>,
+    /// Broker-wide directives, copied into every new snapshot.
+    global: Option<Directives>,
+    pub(super) shut_down: bool,
+    /// Subscriptions removed from a worker thread, whose own worker could not
+    /// be joined there; joined by shutdown.
+    pub(super) detached: Vec<Arc<SubShared>>,
+}
+
+impl Config {
+    pub(super) fn new(snapshot: Snapshot) -> Config {
+        Config {
+            snapshot: Arc::new(snapshot),
+            global: None,
+            shut_down: false,
+            detached: Vec::new(),
+        }
+    }
+}
+
+impl BrokerShared {
+    pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
+        Arc::clone(&lock(&self.config).snapshot)
+    }
+
+    /// Whether shutdown has begun.
+    pub(super) fn is_shut_down(&self) -> bool {
+        self.lock_config().shut_down
+    }
+
+    /// Locks the configuration.
+    pub(super) fn lock_config(&self) -> ConfigLock<'_> {
+        ConfigLock {
+            config: lock(&self.config),
+            retired: Vec::new(),
+        }
+    }
+
+    /// Publishes `entries` as the new snapshot, with the config lock held.
+    pub(super) fn publish_snapshot(&self, config: &mut ConfigLock<'_>, entries: Vec<Entry>) {
+        let generation = config.snapshot.generation + 1;
+        let next = Arc::new(Snapshot::new(generation, entries, config.global.clone()));
+        let old = std::mem::replace(&mut config.snapshot, next);
+        config.retired.push(old);
+        // SeqCst: the gate protocol (see `queue/gate.rs`) needs this store
+        // and the publishers' gate increments in one total order.
+        self.generation.store(generation, Ordering::SeqCst);
+        if self.installed.load(Ordering::Acquire) {
+            log::set_max_level(config.snapshot.max_level);
+        }
+    }
+
+    pub(super) fn subscribe(
+        &self,
+        builder: SubscriptionBuilder,
+    ) -> Result<SubscriptionHandle, SubscribeError> {
+        let patterns = builder.parsed_patterns()?;
+        let mut config = self.lock_config();
+        self.check_new(&config, &builder)?;
+        let level = builder.level;
+        let directives = builder.directives.clone();
+        let predicate = builder.predicate.clone();
+        let dead_letters = DeadLetters::Route(Arc::clone(&self.dead_letters));
+        let sub = worker::spawn(builder, dead_letters, &self.pool, Arc::clone(&self.seq))?;
+        let mut entries = config.snapshot.entries.clone();
+        entries.push(Entry {
+            sub: Arc::clone(&sub),
+            patterns,
+            level,
+            directives,
+            predicate,
+        });
+        self.publish_snapshot(&mut config, entries);
+        Ok(SubscriptionHandle { shared: sub })
+    }
+
+    pub(super) fn set_dead_letter(
+        &self,
+        builder: SubscriptionBuilder,
+    ) -> Result<SubscriptionHandle, SubscribeError> {
+        let config = self.lock_config();
+        self.check_new(&config, &builder)?;
+        if self.dead_letters.get().is_some() {
+            return Err(SubscribeError::DeadLetterExists);
+        }
+        let sub = worker::spawn(
+            builder,
+            DeadLetters::IsDeadLetter,
+            &self.pool,
+            Arc::clone(&self.seq),
+        )?;
+        // Cannot fail: checked above under the config lock, which every
+        // setter holds.
+        let _ = self.dead_letters.set(Arc::clone(&sub));
+        Ok(SubscriptionHandle { shared: sub })
+    }
+
+    /// Validates a new subscription against the current configuration.
+    fn check_new(
+        &self,
+        config: &ConfigLock<'_>,
+        builder: &SubscriptionBuilder,
+    ) -> Result<(), SubscribeError> {
+        if builder.name.is_empty() {
+            return Err(SubscribeError::EmptyName);
+        }
+        if builder.capacity == 0 {
+            return Err(SubscribeError::ZeroCapacity);
+        }
+        if builder.capacity > MAX_CAPACITY {
+            return Err(SubscribeError::CapacityTooLarge {
+                capacity: builder.capacity,
+                max: MAX_CAPACITY,
+            });
+        }
+        if config.shut_down {
+            return Err(SubscribeError::ShutDown);
+        }
+        let taken = config
+            .snapshot
+            .entries
+            .iter()
+            .any(|e| *e.sub.name == *builder.name)
+            || self
+                .dead_letters
+                .get()
+                .is_some_and(|d| *d.name == *builder.name);
+        if taken {
+            return Err(SubscribeError::DuplicateName(builder.name.clone()));
+        }
+        Ok(())
+    }
+
+    /// Applies `change` to the entry called `name` and publishes the result
+    /// as a new snapshot. Publishers still routing with the old snapshot
+    /// finish under it (wholly); the next publish sees the new one.
+    pub(super) fn reconfigure(
+        &self,
+        name: &str,
+        change: impl FnOnce(&mut Entry) -> Result<(), ReconfigureError>,
+    ) -> Result<(), ReconfigureError> {
+        let mut config = self.lock_config();
+        let mut entries = config.snapshot.entries.clone();
+        let Some(entry) = entries.iter_mut().find(|e| &*e.sub.name == name) else {
+            return Err(ReconfigureError::NotFound(name.to_owned()));
+        };
+        change(entry)?;
+        self.publish_snapshot(&mut config, entries);
+        Ok(())
+    }
+
+    pub(super) fn set_global(&self, directives: Option<Directives>) {
+        let mut config = self.lock_config();
+        config.global = directives;
+        let entries = config.snapshot.entries.clone();
+        self.publish_snapshot(&mut config, entries);
+    }
+
+    pub(super) fn unsubscribe(&self, name: &str) -> Result<SubscriptionStats, UnsubscribeError> {
+        let sub = {
+            let mut config = self.lock_config();
+            let Some(index) = config
+                .snapshot
+                .entries
+                .iter()
+                .position(|e| &*e.sub.name == name)
+            else {
+                return Err(UnsubscribeError::NotFound(name.to_owned()));
+            };
+            let mut entries = config.snapshot.entries.clone();
+            let entry = entries.remove(index);
+            self.publish_snapshot(&mut config, entries);
+            if thread_role::on_worker_thread() {
+                config.detached.push(Arc::clone(&entry.sub));
+            }
+            entry.sub
+        };
+        if thread_role::on_worker_thread() {
+            // We may be this subscription's own worker, or another worker
+            // that it waits on: finish the removal on a fresh thread.
+            let finisher = Arc::clone(&sub);
+            let spawned = thread::Builder::new()
+                .name("logbus-unsubscribe".into())
+                .spawn(move || worker::stop(&finisher, None));
+            if spawned.is_err() {
+                // Shutdown joins detached subscriptions; nothing is lost.
+                crate::report::stderr(format_args!(
+                    "logbus: could not spawn a thread to finish unsubscribing {name:?}; it completes at shutdown"
+                ));
+            }
+            return Ok(sub.stats());
+        }
+        worker::stop(&sub, None);
+        Ok(sub.stats())
+    }
+}

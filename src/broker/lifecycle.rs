@@ -1,0 +1,126 @@
+//! Flush barriers and shutdown, over every subscription at once.
+//!
+//! Both work in two phases: first the ordinary subscriptions, then the
+//! dead-letter route, which the first phase may feed. A flush sends each
+//! worker a barrier request and waits for the acknowledgements; shutdown
+//! closes the broker (`closed`, a generation bump), waits for each gate,
+//! tells every worker to drain and joins them before the deadline.
+
+use std::time::{Duration, Instant};
+
+use super::BrokerShared;
+use crate::error::FlushError;
+use crate::stats::ShutdownReport;
+use crate::subscription::{Control, SubShared};
+use crate::sync::{Arc, Ordering};
+use crate::thread_role;
+use crate::worker;
+
+impl BrokerShared {
+    pub(super) fn flush(&self, timeout: Duration) -> Result<(), FlushError> {
+        self.flush_some(timeout, None)
+    }
+
+    pub(super) fn flush_some(
+        &self,
+        timeout: Duration,
+        only: Option<&str>,
+    ) -> Result<(), FlushError> {
+        if thread_role::on_worker_thread() {
+            return Err(FlushError::OnWorkerThread);
+        }
+        let deadline = Instant::now() + timeout;
+        let snapshot = self.snapshot();
+        let subs: Vec<&SubShared> = snapshot
+            .entries
+            .iter()
+            .map(|e| &*e.sub)
+            .filter(|sub| only.map_or(true, |name| name == &*sub.name))
+            .collect();
+        let mut pending = flush_all(&subs, deadline);
+        // Second phase: the dead-letter route, which the first phase may
+        // have fed.
+        if let Some(dead) = self.dead_letters.get() {
+            if only.map_or(true, |name| name == &*dead.name) {
+                pending.extend(flush_all(&[&**dead], deadline));
+            }
+        }
+        if pending.is_empty() {
+            Ok(())
+        } else {
+            Err(FlushError::Timeout {
+                waited: timeout,
+                pending,
+            })
+        }
+    }
+
+    pub(crate) fn shutdown(&self, timeout: Duration) -> ShutdownReport {
+        let deadline = Instant::now() + timeout;
+        let (subs, detached) = {
+            let mut config = self.lock_config();
+            if !config.shut_down {
+                config.shut_down = true;
+                // SeqCst, before the generation bump: a publisher that sees
+                // the new generation also sees `closed`.
+                self.closed.store(true, Ordering::SeqCst);
+                let entries = config.snapshot.entries.clone();
+                self.publish_snapshot(&mut config, entries);
+            }
+            let mut subs: Vec<_> = config
+                .snapshot
+                .entries
+                .iter()
+                .map(|e| Arc::clone(&e.sub))
+                .collect();
+            subs.extend(std::mem::take(&mut config.detached));
+            (subs, self.dead_letters.get().cloned())
+        };
+        let on_worker = thread_role::on_worker_thread();
+        let mut unfinished = worker::stop_all(&subs, deadline, on_worker);
+        // The dead-letter route last: the others may feed it while draining.
+        // If one of them has not finished it may still dead-letter a record,
+        // so the route must keep draining: it is left running and reported.
+        if let Some(dead) = detached {
+            if unfinished.is_empty() {
+                unfinished.extend(worker::stop_all(&[dead], deadline, on_worker));
+            } else {
+                unfinished.push(dead.name.to_string());
+            }
+        }
+        let stats = self.stats();
+        ShutdownReport {
+            subscriptions: stats.subscriptions,
+            unfinished,
+            dropped_after_shutdown: stats.dropped_after_shutdown,
+        }
+    }
+}
+
+/// Sends a flush to every subscription, then waits for all of them; returns
+/// the names of those that did not answer by `deadline`.
+fn flush_all(subs: &[&SubShared], deadline: Instant) -> Vec<String> {
+    let mut waiting = Vec::new();
+    for sub in subs {
+        let (ack_tx, ack_rx) = crossbeam_channel::bounded(1);
+        let sent = sub.ctrl.send_deadline(Control::Flush(ack_tx), deadline);
+        sub.queue.waker.wake();
+        match sent {
+            Ok(()) => waiting.push((&sub.name, ack_rx)),
+            // The worker has exited (shut down): it has nothing left.
+            Err(crossbeam_channel::SendTimeoutError::Disconnected(_)) => {}
+            Err(crossbeam_channel::SendTimeoutError::Timeout(_)) => {
+                waiting.push((&sub.name, crossbeam_channel::never()));
+            }
+        }
+    }
+    let mut pending = Vec::new();
+    for (name, ack) in waiting {
+        // Err(Disconnected) means the worker exited (shut down): nothing
+        // left to wait for.
+        if let Err(crossbeam_channel::RecvTimeoutError::Timeout) = ack.recv_deadline(deadline) {
+            pending.push(name.to_string());
+        }
+    }
+    pending
+}

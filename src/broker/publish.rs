@@ -1,0 +1,286 @@
+//! The caller's path: everything a log call does on the caller's thread,
+//! in order. Read this file alone to review the hot path.
+//!
+//! 1. [`BrokerShared::publish`] finds the thread's view of the broker
+//!    (`route.rs`), refreshed if the generation moved (one atomic load);
+//! 2. the view's cache gives the route of (level, target): the interned
+//!    topic and the subscriptions that match by pattern, level and
+//!    directives;
+//! 3. the record is built once (`seq`, time, message, location, thread,
+//!    key-values), into a recycled record when one is at hand
+//!    (`recycle.rs`);
+//! 4. predicates run (user code, before any gate);
+//! 5. the [`PublishGate`] marks the chosen subscriptions' lanes busy, one
+//!    fence, the generation re-checked (a change routes again; after
+//!    shutdown the record is counted instead);
+//! 6. the record is pushed into each lane under its overflow policy
+//!    (`queue/mod.rs`), the last subscription getting the caller's own
+//!    reference; a sleeping worker is woken; the gate is left.
+
+use logbus_appenders::__private_api as produce;
+use logbus_appenders::{Record, Topic};
+
+use super::BrokerShared;
+use crate::queue::{self, LaneProducer, SharedPass};
+use crate::recycle::{self, Stash};
+use crate::route::{self, Routed, Snapshot};
+use crate::stats::Counters;
+use crate::sync::{Arc, Ordering};
+use crate::thread_role;
+
+impl BrokerShared {
+    /// Whether any subscription accepts `level` from `target`.
+    pub(crate) fn enabled(&self, level: log::Level, target: &str) -> bool {
+        if thread_role::in_logbus() {
+            return false;
+        }
+        self.with_view(|view| !view.lookup(level, target).route.entries.is_empty())
+            .unwrap_or(false)
+    }
+
+    fn with_view<R>(&self, f: impl FnOnce(&mut route::BrokerView) -> R) -> Option<R> {
+        route::with_view(
+            self.id,
+            || self.snapshot(),
+            |view| {
+                // Acquire: pairs with the SeqCst store in `publish_snapshot`; a
+                // stale read only delays the refresh to the gate re-check.
+                if self.generation.load(Ordering::Acquire) != view.generation() {
+                    view.refresh(self.snapshot());
+                }
+                f(view)
+            },
+        )
+    }
+
+    /// Takes a recycled record from the pool (or allocates one), stamps it
+    /// with `topic`, the next seq and the time, and lets `fill` write the
+    /// rest.
+    fn make_record(
+        &self,
+        stash: Option<&mut Stash>,
+        topic: Topic,
+        fill: impl FnOnce(&mut Record),
+    ) -> Arc<Record> {
+        // Relaxed: see `seq`.
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        let now = std::time::SystemTime::now();
+        match stash.and_then(|stash| stash.take(&self.pool)) {
+            Some(recycled) => recycled.reuse(|record| {
+                produce::recycle(record, topic, seq, now);
+                fill(record);
+            }),
+            None => {
+                let mut record = Record::builder(topic).seq(seq).time(now).build();
+                fill(&mut record);
+                Arc::new(record)
+            }
+        }
+    }
+
+    /// Routes and enqueues one record made by `fill` (called at most once,
+    /// and only if some subscription may want the record).
+    pub(crate) fn publish(&self, level: log::Level, target: &str, fill: impl FnOnce(&mut Record)) {
+        let mut fill = Some(fill);
+        let mut record: Option<Arc<Record>> = None;
+        let routed =
+            self.with_view(|view| self.publish_in(view, level, target, &mut fill, &mut record));
+        if routed.is_none() {
+            // This thread's views are gone (a log call from a thread-local
+            // destructor at thread exit): route through a temporary view, so
+            // the record is still delivered or counted.
+            let mut view = route::BrokerView::temporary(self.id, self.snapshot());
+            self.publish_in(&mut view, level, target, &mut fill, &mut record);
+        }
+    }
+
+    /// The body of [`publish`](BrokerShared::publish), on one view. `fill` is
+    /// taken when the record is built; `record` holds it across a re-route.
+    ///
+    /// User code (formatting the message, predicates) runs before any gate
+    /// is entered, so a `Display` impl or predicate that panics or blocks can
+    /// never hold up an unsubscribe or a shutdown.
+    fn publish_in<F: FnOnce(&mut Record)>(
+        &self,
+        view: &mut route::BrokerView,
+        level: log::Level,
+        target: &str,
+        fill: &mut Option<F>,
+        record: &mut Option<Arc<Record>>,
+    ) {
+        loop {
+            let retry = {
+                let Routed {
+                    snapshot,
+                    route,
+                    lanes,
+                    stash,
+                    temporary,
+                } = view.lookup(level, target);
+                if route.entries.is_empty() {
+                    return;
+                }
+                // After shutdown: count and return at once, without building
+                // the record or running predicates. (A publisher that misses
+                // the flag here is caught inside the gate below.)
+                // Acquire: pairs with the SeqCst store in `shutdown`.
+                if record.is_none() && self.closed.load(Ordering::Acquire) {
+                    self.count_after_shutdown(snapshot, &route.entries);
+                    return;
+                }
+                let built: &Arc<Record> = match record {
+                    Some(r) => r,
+                    None => {
+                        let Some(fill) = fill.take() else { return };
+                        let stash = if temporary { None } else { Some(&mut *stash) };
+                        record.insert(self.make_record(stash, route.topic.clone(), fill))
+                    }
+                };
+                let chosen = Chosen::new(snapshot, &route.entries, built);
+                recycle::set_holders(built, chosen.ids().len());
+                // Enter the gate of each chosen subscription: mark our lanes
+                // busy, then one fence (see `queue/gate.rs`).
+                let mut gate = PublishGate::enter(snapshot, lanes, chosen.ids(), temporary);
+                queue::gate_fence();
+                // Relaxed: ordered after the fence, which is the re-check
+                // half of the gate protocol.
+                if self.generation.load(Ordering::Relaxed) != snapshot.generation {
+                    true
+                } else if self.closed.load(Ordering::Relaxed) {
+                    // Relaxed, after the fence: pairs with shutdown's SeqCst
+                    // store (see `closed`). Counted like the early check
+                    // does, whatever the predicates said.
+                    self.count_after_shutdown(snapshot, &route.entries);
+                    *record = None;
+                    false
+                } else {
+                    // The last subscription gets our reference itself: one
+                    // reference-count round trip fewer per record.
+                    let mut owned = record.take();
+                    let mut ids = chosen.ids().iter().peekable();
+                    while let Some(&i) = ids.next() {
+                        let shared = if ids.peek().is_none() {
+                            owned.take()
+                        } else {
+                            owned.clone()
+                        };
+                        if let Some(shared) = shared {
+                            gate.push(i, shared, |dropped| stash.reclaim(dropped));
+                        }
+                    }
+                    false
+                }
+                // `gate` drops here: the lanes leave, also on unwinding.
+            };
+            if !retry {
+                return;
+            }
+            view.refresh(self.snapshot());
+        }
+    }
+
+    /// Counts a record published after shutdown, in every subscription of
+    /// its route (predicates are not run).
+    fn count_after_shutdown(&self, snapshot: &Snapshot, entries: &[u32]) {
+        for &i in entries {
+            snapshot.entries[i as usize].sub.counters.record_drops(1);
+        }
+        Counters::add(&self.dropped_after_shutdown, 1);
+    }
+}
+
+/// The publisher's side of the gates of the subscriptions it enqueues into
+/// (`queue/gate.rs`): its lanes' busy flags, set by `enter` and cleared when
+/// dropped (also on unwinding, so a panic cannot leave a subscription's
+/// removal waiting). A temporary view has no lanes: it enters each
+/// subscription's shared gate and pushes through the shared channel, as
+/// dead letters do.
+struct PublishGate<'v, 'i> {
+    snapshot: &'v Snapshot,
+    lanes: &'v mut [Option<LaneProducer>],
+    ids: &'i [u32],
+    /// With a temporary view: the shared passes held, one per id.
+    shared: Option<Vec<SharedPass<'v>>>,
+}
+
+impl<'v, 'i> PublishGate<'v, 'i> {
+    /// Marks this thread's lane into each subscription `ids` names busy,
+    /// making the lanes it lacks (or, `shared`, enters their shared gates).
+    /// The caller then issues the fence.
+    fn enter(
+        snapshot: &'v Snapshot,
+        lanes: &'v mut [Option<LaneProducer>],
+        ids: &'i [u32],
+        shared: bool,
+    ) -> PublishGate<'v, 'i> {
+        let entry = |i: u32| &*snapshot.entries[i as usize].sub;
+        let shared = shared.then(|| ids.iter().map(|&i| entry(i).queue.enter_shared()).collect());
+        if shared.is_none() {
+            for &i in ids {
+                lanes[i as usize]
+                    .get_or_insert_with(|| entry(i).queue.new_lane())
+                    .busy()
+                    .enter();
+            }
+        }
+        PublishGate {
+            snapshot,
+            lanes,
+            ids,
+            shared,
+        }
+    }
+
+    /// Enqueues `record` into the subscription at snapshot index `i`; what
+    /// the overflow policy drops goes to `spill`.
+    fn push(&mut self, i: u32, record: Arc<Record>, spill: impl FnMut(Arc<Record>)) {
+        let sub = &*self.snapshot.entries[i as usize].sub;
+        match &mut self.lanes[i as usize] {
+            Some(lane) if self.shared.is_none() => sub.push_lane(lane, record, spill),
+            _ => sub.queue.push_shared(record, &sub.counters),
+        }
+    }
+}
+
+impl Drop for PublishGate<'_, '_> {
+    fn drop(&mut self) {
+        // Shared passes leave as they drop.
+        if self.shared.is_some() {
+            return;
+        }
+        for &i in self.ids {
+            if let Some(lane) = &self.lanes[i as usize] {
+                lane.busy().leave();
+            }
+        }
+    }
+}
+
+/// The entries of a route whose predicate accepts the record.
+enum Chosen<'a> {
+    /// Every entry of the route (no predicate rejected any).
+    All(&'a [u32]),
+    Some(Vec<u32>),
+}
+
+impl<'a> Chosen<'a> {
+    fn new(snapshot: &Snapshot, entries: &'a [u32], record: &Record) -> Chosen<'a> {
+        let rejects = |&i: &u32| {
+            snapshot.entries[i as usize]
+                .predicate
+                .as_ref()
+                .is_some_and(|p| !p(record))
+        };
+        if !entries.iter().any(rejects) {
+            return Chosen::All(entries);
+        }
+        Chosen::Some(entries.iter().copied().filter(|i| !rejects(i)).collect())
+    }
+
+    fn ids(&self) -> &[u32] {
+        match self {
+            Chosen::All(ids) => ids,
+            Chosen::Some(ids) => ids,
+        }
+    }
+}

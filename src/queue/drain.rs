@@ -1,0 +1,331 @@
+//! The drain: the worker's end of a subscription's queue. It takes batches
+//! from the queue's *sources* merged by `seq`, keeps the worker's copy of
+//! the lane list, and draws flush barriers.
+//!
+//! # Sources and the merge
+//!
+//! A [`Source`] is anything that holds records in `seq` order and can tell
+//! its oldest `seq` without giving the record up: today each lane (one
+//! thread's records); a journal's replay cursor can be one more. A k-way
+//! merge on the sources' oldest `seq` gives the appender the records of all
+//! threads in `seq` order, as one shared queue would: repeatedly take, from
+//! the source with the lowest oldest `seq`, the run of records below the
+//! next source's oldest `seq`.
+//!
+//! The shared channel is not a merge source yet (crossbeam cannot peek): a
+//! batch takes its records first and is then sorted by `seq`. A thread's
+//! records reach the channel only after its lane ones (at thread exit), and
+//! shared records are rare, so the sort is too.
+//!
+//! # Flush barriers
+//!
+//! A [`Barrier`] notes the channel's length and each lane's `tail` when the
+//! flush request is seen: everything enqueued before the request is below
+//! them (eviction only removes from the head), so taking until every head
+//! passes its mark writes everything the request must wait for.
+
+use crossbeam_channel::Receiver;
+use logbus_appenders::Record;
+
+use super::lane::Lane;
+use super::Queue;
+use crate::sync::{lock, Arc, Ordering};
+
+/// Records in `seq` order that the drain merges with other sources.
+pub(crate) trait Source {
+    /// The `seq` of the oldest record, if any. A hint: the record may be
+    /// taken or evicted meanwhile.
+    fn peek_seq(&self) -> Option<u64>;
+
+    /// Takes up to `max` of the oldest records whose `seq` is below `limit`
+    /// (at least one if the source is not empty, so that the merge always
+    /// progresses) into `out`; returns how many.
+    fn take_below(&self, limit: u64, max: usize, out: &mut Vec<Arc<Record>>) -> usize;
+}
+
+impl Source for Lane {
+    fn peek_seq(&self) -> Option<u64> {
+        Lane::peek_seq(self)
+    }
+
+    fn take_below(&self, limit: u64, max: usize, out: &mut Vec<Arc<Record>>) -> usize {
+        Lane::take_below(self, limit, max, out)
+    }
+}
+
+/// The worker's end of a queue.
+pub(crate) struct Drain {
+    /// The shared channel's receiving end.
+    data: Receiver<Arc<Record>>,
+    /// The lanes this drain takes from: the queue's registry as of
+    /// `lanes_seen` registrations, minus the finished ones it forgot.
+    lanes: Vec<Arc<Lane>>,
+    lanes_seen: usize,
+    /// Scratch for the merge: each lane's oldest `seq`.
+    heads: Vec<Option<u64>>,
+}
+
+/// What a flush must wait for: see the module docs.
+pub(crate) struct Barrier {
+    /// Records of the shared channel still to take.
+    pending: usize,
+    /// Each lane and the `tail` it had at the request.
+    marks: Vec<(Arc<Lane>, usize)>,
+}
+
+impl Barrier {
+    fn reached(&self) -> bool {
+        self.pending == 0 && self.marks.iter().all(|(lane, mark)| lane.head() >= *mark)
+    }
+}
+
+impl Drain {
+    pub(crate) fn new(data: Receiver<Arc<Record>>) -> Drain {
+        Drain {
+            data,
+            lanes: Vec::new(),
+            lanes_seen: 0,
+            heads: Vec::new(),
+        }
+    }
+
+    /// Takes queued records into `batch` until it holds `max`, from the
+    /// shared channel and then from the lanes merged in `seq` order;
+    /// returns how many it added. Their bytes leave the byte budget.
+    pub(crate) fn take_batch(
+        &mut self,
+        queue: &Queue,
+        batch: &mut Vec<Arc<Record>>,
+        max: usize,
+    ) -> usize {
+        self.refresh(queue);
+        let before = batch.len();
+        self.fill_from_shared(batch, max);
+        let shared = batch.len() - before;
+        self.take_lanes_after_shared(batch, shared, max);
+        Self::released(queue, batch, before)
+    }
+
+    /// Whether a record or a new lane is waiting.
+    pub(crate) fn has_work(&self, queue: &Queue) -> bool {
+        !self.data.is_empty()
+            // Acquire: pairs with `new_lane`'s Release increment.
+            || queue.registry.added.load(Ordering::Acquire) != self.lanes_seen
+            || self.lanes.iter().any(|lane| lane.len() > 0)
+    }
+
+    /// Forgets lanes whose publisher is gone and which are drained.
+    pub(crate) fn forget_finished(&mut self, queue: &Queue) {
+        if !self.lanes.iter().any(|lane| lane.is_finished()) {
+            return;
+        }
+        let mut registry = lock(&queue.registry.lanes);
+        registry.retain(|lane| !lane.is_finished());
+        self.lanes.clone_from(&registry);
+    }
+
+    /// Notes what a flush requested now must wait for.
+    pub(crate) fn barrier(&mut self, queue: &Queue) -> Barrier {
+        let pending = self.data.len();
+        self.refresh(queue);
+        let marks = self
+            .lanes
+            .iter()
+            .map(|lane| (Arc::clone(lane), lane.tail()))
+            .collect();
+        Barrier { pending, marks }
+    }
+
+    /// Takes the next records towards `barrier` into `batch` (up to `max`),
+    /// merged as usual (records published after the request may come along;
+    /// each round takes the lowest `seq`s first, so the marks are reached);
+    /// returns how many, 0 once the barrier is reached or what it waited
+    /// for was evicted meanwhile.
+    pub(crate) fn take_towards(
+        &mut self,
+        barrier: &mut Barrier,
+        queue: &Queue,
+        batch: &mut Vec<Arc<Record>>,
+        max: usize,
+    ) -> usize {
+        if barrier.reached() {
+            return 0;
+        }
+        let before = batch.len();
+        self.fill_from_shared(batch, before + barrier.pending.min(max - before));
+        let shared = batch.len() - before;
+        // None taken: the rest of what was pending was evicted.
+        barrier.pending = match shared {
+            0 => 0,
+            taken => barrier.pending - taken,
+        };
+        self.take_lanes_after_shared(batch, shared, max);
+        Self::released(queue, batch, before)
+    }
+
+    /// Gives back the bytes of the records taken since `before`; returns
+    /// how many those are.
+    fn released(queue: &Queue, batch: &[Arc<Record>], before: usize) -> usize {
+        for record in &batch[before..] {
+            queue.release_bytes(record);
+        }
+        batch.len() - before
+    }
+
+    /// Picks up lanes registered since we last looked.
+    fn refresh(&mut self, queue: &Queue) {
+        // Acquire: pairs with `new_lane`'s Release increment.
+        let added = queue.registry.added.load(Ordering::Acquire);
+        if added != self.lanes_seen {
+            self.lanes_seen = added;
+            self.lanes.clone_from(&lock(&queue.registry.lanes));
+        }
+    }
+
+    /// Takes from the shared channel until `batch` holds `max`.
+    fn fill_from_shared(&mut self, batch: &mut Vec<Arc<Record>>, max: usize) {
+        while batch.len() < max {
+            match self.data.try_recv() {
+                Ok(record) => batch.push(record),
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// Takes from the lanes after `shared` records were just added to the
+    /// batch from the shared channel, keeping the batch in `seq` order (see
+    /// the module docs).
+    fn take_lanes_after_shared(&mut self, batch: &mut Vec<Arc<Record>>, shared: usize, max: usize) {
+        let before = batch.len();
+        merge(&self.lanes, &mut self.heads, batch, max);
+        if shared > 0 && batch.len() > before {
+            batch.sort_by_key(|record| record.seq());
+        }
+    }
+}
+
+/// Fills `batch` up to `max` from `sources`, merged in `seq` order (see the
+/// module docs). `heads` is scratch space.
+fn merge<S: Source>(
+    sources: &[Arc<S>],
+    heads: &mut Vec<Option<u64>>,
+    batch: &mut Vec<Arc<Record>>,
+    max: usize,
+) {
+    if let [only] = sources {
+        only.take_below(u64::MAX, max.saturating_sub(batch.len()), batch);
+        return;
+    }
+    // The oldest `seq` of each source, read once and then again only for
+    // the source we took from: the others' oldest records stay put (or are
+    // evicted, which only makes our value a harmless underestimate).
+    // Sources that were empty wait for the next batch.
+    heads.clear();
+    heads.extend(sources.iter().map(|s| s.peek_seq()));
+    while batch.len() < max {
+        let mut lowest: Option<(usize, u64)> = None;
+        let mut next = u64::MAX;
+        for (i, head) in heads.iter().enumerate() {
+            let Some(seq) = *head else { continue };
+            match lowest {
+                Some((_, low)) if seq >= low => next = next.min(seq),
+                _ => {
+                    if let Some((_, low)) = lowest {
+                        next = next.min(low);
+                    }
+                    lowest = Some((i, seq));
+                }
+            }
+        }
+        let Some((i, low)) = lowest else { break };
+        // Our value may be stale: the producer may have evicted the records
+        // we saw. Look again before taking, so that the source's real oldest
+        // record does not overtake another source's.
+        let now = sources[i].peek_seq();
+        if now != Some(low) {
+            heads[i] = now;
+            continue;
+        }
+        sources[i].take_below(next, max - batch.len(), batch);
+        heads[i] = sources[i].peek_seq();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::OverflowPolicy;
+    use crate::stats::Counters;
+    use logbus_appenders::{Level, Topic};
+
+    fn record(seq: u64) -> Arc<Record> {
+        Arc::new(
+            Record::builder(Topic::new(Level::Info, "t"))
+                .seq(seq)
+                .build(),
+        )
+    }
+
+    fn seqs(batch: &[Arc<Record>]) -> Vec<u64> {
+        batch.iter().map(|r| r.seq()).collect()
+    }
+
+    #[test]
+    fn lanes_and_the_shared_channel_come_out_in_seq_order() {
+        let (queue, mut drain) = Queue::new(64, None, OverflowPolicy::Block);
+        let counters = Counters::default();
+        let (mut a, mut b) = (queue.new_lane(), queue.new_lane());
+        for seq in [0, 3, 4, 8] {
+            queue.push_lane(&mut a, record(seq), &counters, drop);
+        }
+        for seq in [1, 2, 5, 7] {
+            queue.push_lane(&mut b, record(seq), &counters, drop);
+        }
+        queue.push_shared(record(6), &counters);
+        let mut batch = Vec::new();
+        assert!(drain.has_work(&queue));
+        assert_eq!(drain.take_batch(&queue, &mut batch, 5), 5);
+        assert_eq!(seqs(&batch), [0, 1, 2, 3, 6]);
+        batch.clear();
+        drain.take_batch(&queue, &mut batch, 100);
+        assert_eq!(seqs(&batch), [4, 5, 7, 8]);
+        assert!(!drain.has_work(&queue));
+    }
+
+    #[test]
+    fn a_barrier_takes_what_was_queued_before_it() {
+        let (queue, mut drain) = Queue::new(64, None, OverflowPolicy::Block);
+        let counters = Counters::default();
+        let mut lane = queue.new_lane();
+        for seq in 0..10 {
+            queue.push_lane(&mut lane, record(seq), &counters, drop);
+        }
+        let mut barrier = drain.barrier(&queue);
+        queue.push_lane(&mut lane, record(10), &counters, drop);
+        let mut written = Vec::new();
+        let mut batch = Vec::new();
+        while drain.take_towards(&mut barrier, &queue, &mut batch, 4) > 0 {
+            written.extend(seqs(&batch));
+            batch.clear();
+        }
+        // Rounds of 4: the third round brings the later record along.
+        assert_eq!(written, (0..=10).collect::<Vec<_>>());
+        assert_eq!(drain.take_towards(&mut barrier, &queue, &mut batch, 4), 0);
+    }
+
+    #[test]
+    fn finished_lanes_are_forgotten_once_drained() {
+        let (queue, mut drain) = Queue::new(8, None, OverflowPolicy::Block);
+        let counters = Counters::default();
+        let mut lane = queue.new_lane();
+        queue.push_lane(&mut lane, record(0), &counters, drop);
+        drop(lane);
+        let mut batch = Vec::new();
+        drain.forget_finished(&queue);
+        drain.take_batch(&queue, &mut batch, 8);
+        assert_eq!(lock(&queue.registry.lanes).len(), 1);
+        drain.forget_finished(&queue);
+        assert_eq!(lock(&queue.registry.lanes).len(), 0);
+        assert_eq!(queue.len(), 0);
+    }
+}

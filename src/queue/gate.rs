@@ -1,0 +1,162 @@
+//! The gate: how a removal (unsubscribe, reconfiguration, shutdown) knows
+//! that no publisher will enqueue into a subscription with a stale routing
+//! decision. Every push into a queue passes it: a publisher's lane push, a
+//! push through the shared channel (log calls after thread-local teardown,
+//! dead letters from other workers).
+//!
+//! # Protocol
+//!
+//! Two kinds of pusher hold the gate open:
+//!
+//! - a lane's producer sets its lane's [`BusyFlag`] (a plain `Relaxed`
+//!   store; only that producer writes it), for every subscription of its
+//!   route, then issues **one** [`fence`] (`SeqCst`) for all of them;
+//! - a pusher without a lane increments the subscription's [`SharedGate`]
+//!   counter (`SeqCst` read-modify-write, which is its own fence).
+//!
+//! Then the pusher re-reads the broker's generation; if it changed, it
+//! leaves and routes again. It enqueues, and leaves: the flag is cleared or
+//! the counter decremented with `Release`, so its enqueue happens before a
+//! remover's load that sees it gone.
+//!
+//! A remover publishes the new configuration and bumps the generation
+//! (`SeqCst` store), then [`wait_closed`]: it loads every flag and the
+//! counter (`SeqCst`) until none is set. In the single total order of
+//! `SeqCst` operations, for each pusher either
+//!
+//! - the remover's load comes after the pusher's fence (or increment): it
+//!   sees the pusher inside and waits for its enqueue, which the worker
+//!   then drains; or
+//! - the pusher's generation load comes after the remover's store: it sees
+//!   the new generation and routes again under the new configuration.
+//!
+//! So a record is routed wholly under the old or wholly under the new
+//! configuration, and nothing is enqueued after a worker's final drain. A
+//! lane registered after the remover copied the lane list was registered
+//! under the subscription's registry lock after the bump, so its producer
+//! sees the new generation too.
+//!
+//! Publishers run no user code inside the gate (the record is built and
+//! the predicates run before it is entered), so a removal made from a
+//! predicate or a `Display` impl never waits for its own thread, and one
+//! that panics cannot hold the gate: leaving is done by guards' `Drop`.
+//! Publishers never block under the drop policies, so the wait is short;
+//! under `Block` it lasts until the worker has made room for them.
+
+use std::time::Instant;
+
+use crate::sync::{thread, AtomicBool, AtomicUsize, CacheLine, Ordering};
+
+/// One lane's side of the gate: set by its producer while it enqueues.
+/// On its own cache line: the producer writes it twice per record, and no
+/// one else writes near it.
+#[derive(Debug, Default)]
+pub(crate) struct BusyFlag(CacheLine<AtomicBool>);
+
+impl BusyFlag {
+    /// Marks the producer inside. Relaxed: the producer issues one
+    /// [`fence`] after marking every lane of its route.
+    pub(crate) fn enter(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Marks the producer gone. Release: its pushes happen before a
+    /// remover's `SeqCst` load that sees `false`.
+    pub(crate) fn leave(&self) {
+        self.0.store(false, Ordering::Release);
+    }
+
+    /// Whether the producer is inside (the remover's side). SeqCst: the
+    /// protocol's total order, see the module docs.
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// The producer's fence between marking its lanes busy and re-reading the
+/// generation: the other half of the remover's `SeqCst` store and loads.
+pub(crate) fn fence() {
+    std::sync::atomic::fence(Ordering::SeqCst);
+}
+
+/// The gate of the pushers that have no lane: a count of those inside.
+/// On its own cache line, away from the counters the worker writes.
+#[derive(Debug, Default)]
+pub(crate) struct SharedGate(CacheLine<AtomicUsize>);
+
+impl SharedGate {
+    /// Enters: the pusher then re-reads the generation (or, for a dead
+    /// letter, relies on the route being stopped only after every
+    /// subscription that feeds it). SeqCst: the increment is the fence of
+    /// the protocol.
+    pub(crate) fn enter(&self) -> SharedPass<'_> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        SharedPass(self)
+    }
+
+    /// Whether a pusher is inside (the remover's side; SeqCst as for
+    /// [`BusyFlag::is_set`]).
+    fn is_set(&self) -> bool {
+        self.0.load(Ordering::SeqCst) != 0
+    }
+}
+
+/// A pusher inside a [`SharedGate`]; leaves when dropped (also on
+/// unwinding).
+#[derive(Debug)]
+pub(crate) struct SharedPass<'g>(&'g SharedGate);
+
+impl Drop for SharedPass<'_> {
+    fn drop(&mut self) {
+        // Release: our push happens before the remover's SeqCst load that
+        // observes 0.
+        self.0 .0.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// The remover's side: waits until no pusher is inside `shared` and no
+/// flag of `lanes` is set, or until `deadline`; returns whether the gate
+/// closed. Called after the generation was bumped (`SeqCst`).
+pub(crate) fn wait_closed<'a>(
+    shared: &SharedGate,
+    lanes: impl Iterator<Item = &'a BusyFlag> + Clone,
+    deadline: Option<Instant>,
+) -> bool {
+    let mut spins = 0u32;
+    loop {
+        let busy = shared.is_set() || lanes.clone().any(BusyFlag::is_set);
+        if !busy {
+            return true;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return false;
+        }
+        spins += 1;
+        if spins < 64 {
+            std::hint::spin_loop();
+        } else {
+            thread::yield_now();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_gate_closes_when_every_pusher_has_left() {
+        let shared = SharedGate::default();
+        let flags = [BusyFlag::default(), BusyFlag::default()];
+        assert!(wait_closed(&shared, flags.iter(), None));
+        flags[1].enter();
+        let soon = Some(Instant::now() + Duration::from_millis(1));
+        assert!(!wait_closed(&shared, flags.iter(), soon));
+        flags[1].leave();
+        let pass = shared.enter();
+        assert!(!wait_closed(&shared, flags.iter(), soon));
+        drop(pass);
+        assert!(wait_closed(&shared, flags.iter(), None));
+    }
+}

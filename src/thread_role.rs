@@ -1,0 +1,159 @@
+//! What the current thread is to logbus: an ordinary caller, a caller in
+//! the middle of routing a record, or a logbus worker; and its identity as
+//! records show it.
+//!
+//! # The re-entrancy rule
+//!
+//! A log call made on a logbus worker thread (from inside an appender), or
+//! made while logbus is already routing a record on the same thread (from a
+//! subscription predicate), is discarded and counted in
+//! [`BrokerStats::suppressed`](crate::BrokerStats::suppressed). It can
+//! therefore neither deadlock (no lock is taken) nor loop (no record is
+//! produced). Appenders report their problems by returning errors instead.
+//!
+//! On the ground floor: the worker marks its thread, the broker asks who
+//! is calling, the `log` backend enters the routing state; none of them
+//! needs the others for it.
+
+use std::cell::Cell;
+use std::collections::HashSet;
+
+use logbus_appenders::ThreadInfo;
+
+use crate::sync::{lock, Mutex};
+
+/// The role of the current thread. States and transitions:
+/// `IDLE -> ROUTING` (a log call starts routing) `-> IDLE` (it ends, also
+/// on unwinding); `IDLE -> WORKER` once, when a worker thread starts.
+const IDLE: u8 = 0;
+/// Routing a record right now (a predicate may be running).
+const ROUTING: u8 = 1;
+/// A logbus worker thread, for its whole life.
+const WORKER: u8 = 2;
+
+thread_local! {
+    static STATE: Cell<u8> = const { Cell::new(IDLE) };
+    static THREAD: Cell<Option<ThreadInfo>> = const { Cell::new(None) };
+}
+
+/// Marks the current thread as a logbus worker (for its whole life).
+pub(crate) fn mark_worker_thread() {
+    STATE.with(|s| s.set(WORKER));
+}
+
+/// Whether the current thread is a logbus worker.
+pub(crate) fn on_worker_thread() -> bool {
+    STATE.try_with(|s| s.get() == WORKER).unwrap_or(false)
+}
+
+/// Whether a log call on this thread must be discarded (re-entrancy rule).
+pub(crate) fn in_logbus() -> bool {
+    STATE.try_with(|s| s.get() != IDLE).unwrap_or(true)
+}
+
+/// The routing state of this thread, left when dropped (also on unwinding).
+pub(crate) struct RoutingGuard(());
+
+impl RoutingGuard {
+    /// Enters the routing state, or `None` if the re-entrancy rule says the
+    /// call must be discarded.
+    pub(crate) fn enter() -> Option<RoutingGuard> {
+        STATE
+            .try_with(|s| {
+                if s.get() == IDLE {
+                    s.set(ROUTING);
+                    Some(RoutingGuard(()))
+                } else {
+                    None
+                }
+            })
+            .ok()
+            .flatten()
+    }
+}
+
+impl Drop for RoutingGuard {
+    fn drop(&mut self) {
+        let _ = STATE.try_with(|s| s.set(IDLE));
+    }
+}
+
+/// Most thread names interned for the life of the process; past the cap
+/// (programs that spawn endless uniquely named threads) names are omitted.
+const THREAD_NAMES_CAP: usize = 1024;
+
+/// Interned thread names. The caller takes this lock once per thread, on
+/// its first record (the result is cached in `THREAD`).
+static THREAD_NAMES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
+
+/// The current thread's id and interned name, computed once per thread.
+pub(crate) fn thread_info() -> ThreadInfo {
+    THREAD
+        .try_with(|cell| {
+            if let Some(info) = cell.get() {
+                return info;
+            }
+            let info = compute_thread_info();
+            cell.set(Some(info));
+            info
+        })
+        .unwrap_or_else(|_| compute_thread_info())
+}
+
+fn compute_thread_info() -> ThreadInfo {
+    let current = std::thread::current();
+    // `ThreadId::as_u64` is unstable; its Debug form is `ThreadId(N)`.
+    let debug = format!("{:?}", current.id());
+    let id = debug
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap_or(0);
+    let name = current.name().and_then(|name| {
+        let mut names = lock(&THREAD_NAMES);
+        let names = names.get_or_insert_with(HashSet::new);
+        if let Some(&interned) = names.get(name) {
+            return Some(interned);
+        }
+        if names.len() >= THREAD_NAMES_CAP {
+            return None;
+        }
+        let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+        names.insert(leaked);
+        Some(leaked)
+    });
+    ThreadInfo { id, name }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routing_is_not_reentrant_and_workers_are_marked() {
+        std::thread::spawn(|| {
+            assert!(!in_logbus());
+            let guard = RoutingGuard::enter().expect("idle thread");
+            assert!(in_logbus() && RoutingGuard::enter().is_none());
+            drop(guard);
+            assert!(!in_logbus() && !on_worker_thread());
+            mark_worker_thread();
+            assert!(on_worker_thread() && in_logbus() && RoutingGuard::enter().is_none());
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn thread_info_names_the_thread_once() {
+        let info = std::thread::Builder::new()
+            .name("role-test".into())
+            .spawn(|| (thread_info(), thread_info()))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(info.0.name, Some("role-test"));
+        assert_eq!(info.0.id, info.1.id);
+    }
+}

@@ -1,0 +1,305 @@
+//! The worker of one subscription: its thread, its loop, and how it is
+//! started, stopped and joined.
+//!
+//! The loop takes a batch from the queue's drain, lets a small batch linger
+//! for more, settles it (`settle.rs`), and when the queue runs empty writes
+//! a drop summary (`summary.rs`), flushes the appender and parks on the
+//! queue's waker. Control messages (flush, shutdown) come first.
+
+mod settle;
+mod summary;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, TryRecvError};
+use logbus_appenders::{AppendError, Appender, Operation, Record};
+
+pub(crate) use self::settle::DeadLetters;
+
+use crate::error::SubscribeError;
+use crate::queue::{Drain, Queue};
+use crate::recycle::{HandBack, Pool};
+use crate::retry::{Breaker, RetryPolicy};
+use crate::stats::Counters;
+use crate::subscription::{Control, SubShared, SubscriptionBuilder};
+use crate::sync::{lock, thread, Arc, AtomicU64, CacheLine, Mutex};
+
+/// Most records taken off the queue before calling the appender: large
+/// enough that a flood is written in few system calls, small enough that the
+/// first records of a burst reach the file quickly.
+const BATCH: usize = 512;
+
+/// A batch smaller than this waits up to [`LINGER`] for more records.
+const LINGER_BATCH: usize = 128;
+
+/// How long a small batch waits for more records before it is written.
+const LINGER: Duration = Duration::from_micros(20);
+
+/// How many times an idle worker looks for work, spinning then yielding,
+/// before it parks: a flood's publisher usually refills the lane within.
+const SPIN_ROUNDS: u32 = 16;
+
+/// Control messages a worker's channel holds (see `SubShared::ctrl`).
+const CONTROL_CAPACITY: usize = 64;
+
+/// One subscription's worker, owned by its thread.
+pub(crate) struct Worker {
+    appender: Box<dyn Appender>,
+    drain: Drain,
+    ctrl: Receiver<Control>,
+    shared: Arc<SubShared>,
+    /// The broker's sequence counter, for the synthetic drop-summary records.
+    seq: Arc<CacheLine<AtomicU64>>,
+    batch: Vec<Arc<Record>>,
+    /// Drops already reported in a summary record.
+    reported_drops: u64,
+    /// Whether records were written since the last appender flush.
+    dirty: bool,
+    retry: RetryPolicy,
+    breaker: Breaker,
+    dead_letters: DeadLetters,
+    /// The last failure, quoted when the breaker skips the appender.
+    last_error: Option<String>,
+    /// Where the records nobody else holds go back for publishers to reuse.
+    hand_back: HandBack,
+}
+
+/// Creates a subscription's shared state from `builder` and starts its
+/// worker thread `logbus-<name>`.
+pub(crate) fn spawn(
+    builder: SubscriptionBuilder,
+    dead_letters: DeadLetters,
+    pool: &Pool,
+    seq: Arc<CacheLine<AtomicU64>>,
+) -> Result<Arc<SubShared>, SubscribeError> {
+    let (queue, drain) = Queue::new(builder.capacity, builder.max_bytes, builder.overflow);
+    let (ctrl_tx, ctrl_rx) = crossbeam_channel::bounded(CONTROL_CAPACITY);
+    let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
+    let shared = Arc::new(SubShared {
+        name: builder.name.into(),
+        queue,
+        counters: Counters::default(),
+        ctrl: ctrl_tx,
+        worker: Mutex::new(None),
+        done: done_rx,
+    });
+    let worker = Worker {
+        appender: builder.appender,
+        drain,
+        ctrl: ctrl_rx,
+        shared: Arc::clone(&shared),
+        seq,
+        batch: Vec::with_capacity(BATCH),
+        reported_drops: 0,
+        dirty: false,
+        retry: builder.retry,
+        breaker: Breaker::new(builder.breaker),
+        dead_letters,
+        last_error: None,
+        hand_back: pool.hand_back(),
+    };
+    let thread = thread::Builder::new()
+        .name(format!("logbus-{}", shared.name))
+        .spawn(move || {
+            // Dropped when the thread ends, however it ends: disconnects
+            // `done`.
+            let _done = done_tx;
+            crate::thread_role::mark_worker_thread();
+            worker.shared.queue.waker.register();
+            worker.run();
+        })
+        .map_err(SubscribeError::Spawn)?;
+    *lock(&shared.worker) = Some(thread);
+    Ok(shared)
+}
+
+/// Closes the gate of a removed subscription, tells its worker to finish and
+/// joins it. Returns whether the worker finished before `deadline`.
+pub(crate) fn stop(sub: &SubShared, deadline: Option<Instant>) -> bool {
+    sub.queue.wait_gate_closed(deadline);
+    let _ = match deadline {
+        Some(d) => sub.ctrl.send_deadline(Control::Shutdown, d).is_ok(),
+        None => sub.ctrl.send(Control::Shutdown).is_ok(),
+    };
+    sub.queue.waker.wake();
+    join(sub, deadline)
+}
+
+/// Closes the gates of `subs`, tells their workers to finish, and waits
+/// (they drain in parallel). Returns the names of the unfinished; from a
+/// worker thread (`on_worker`) it does not wait, and names them all.
+pub(crate) fn stop_all(subs: &[Arc<SubShared>], deadline: Instant, on_worker: bool) -> Vec<String> {
+    for sub in subs {
+        if sub.queue.wait_gate_closed(Some(deadline)) {
+            let _ = sub.ctrl.send_deadline(Control::Shutdown, deadline);
+            sub.queue.waker.wake();
+        }
+    }
+    subs.iter()
+        .filter(|sub| on_worker || !join(sub, Some(deadline)))
+        .map(|sub| sub.name.to_string())
+        .collect()
+}
+
+/// Waits for the worker thread to finish and joins it (never from the worker
+/// itself). Returns whether it finished before `deadline`.
+fn join(sub: &SubShared, deadline: Option<Instant>) -> bool {
+    let handle = lock(&sub.worker).take();
+    if let Some(h) = handle.as_ref() {
+        if h.thread().id() == thread::current().id() {
+            // Never join (or wait for) the worker from its own thread.
+            *lock(&sub.worker) = handle;
+            return false;
+        }
+    }
+    // Wait on `done`, not on owning the handle: another party (a background
+    // unsubscribe) may hold the handle and join the thread itself.
+    let finished = match deadline {
+        Some(d) => !matches!(
+            sub.done.recv_deadline(d),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout)
+        ),
+        None => {
+            let _ = sub.done.recv();
+            true
+        }
+    };
+    match handle {
+        // The worker catches appender panics, so the thread itself does not
+        // panic; a join error would only repeat what was reported.
+        Some(handle) if finished => {
+            let _ = handle.join();
+        }
+        Some(handle) => *lock(&sub.worker) = Some(handle),
+        None => {}
+    }
+    finished
+}
+
+impl Worker {
+    /// The loop, as a small state machine: *working* (take a batch, write
+    /// it), *idle* (report drops, flush, forget finished lanes, spin, park),
+    /// *draining* (after `Shutdown`: write what is left, flush, exit).
+    fn run(mut self) {
+        loop {
+            // Control first: a flush or shutdown must not wait behind a flood.
+            match self.ctrl.try_recv() {
+                Ok(Control::Flush(ack)) => {
+                    self.flush_barrier();
+                    self.idle();
+                    let _ = ack.send(()); // the flusher may have timed out
+                    continue;
+                }
+                Ok(Control::Shutdown) | Err(TryRecvError::Disconnected) => break,
+                Err(TryRecvError::Empty) => {}
+            }
+            if self.take_batch() > 0 {
+                self.linger();
+                self.write_batch();
+                continue;
+            }
+            // Nothing queued: report drops and flush the appender, then wait.
+            self.idle();
+            self.drain.forget_finished(&self.shared.queue);
+            if self.spin_for_work() {
+                continue;
+            }
+            let shared = Arc::clone(&self.shared);
+            shared.queue.waker.sleep(|| self.has_work());
+        }
+        // Draining: no publisher can enqueue any more (the gate is closed),
+        // so "empty" is final.
+        while self.take_batch() > 0 {
+            self.write_batch();
+        }
+        self.idle();
+        self.hand_back.send();
+    }
+
+    /// Takes up to a batch of queued records; returns how many were added.
+    fn take_batch(&mut self) -> usize {
+        self.drain
+            .take_batch(&self.shared.queue, &mut self.batch, BATCH)
+    }
+
+    /// Waits up to [`LINGER`] for a small batch to grow to [`LINGER_BATCH`]
+    /// records while records keep arriving: under a flood, one write then
+    /// carries a few hundred records instead of a few dozen. A control
+    /// message ends the wait.
+    fn linger(&mut self) {
+        if self.batch.len() >= LINGER_BATCH {
+            return;
+        }
+        let deadline = Instant::now() + LINGER;
+        while self.batch.len() < LINGER_BATCH && self.ctrl.is_empty() {
+            if self.take_batch() == 0 {
+                if Instant::now() >= deadline {
+                    return;
+                }
+                for _ in 0..64 {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
+
+    /// Looks for work a few times, spinning then yielding; true if found.
+    fn spin_for_work(&mut self) -> bool {
+        for round in 0..SPIN_ROUNDS {
+            if self.has_work() {
+                return true;
+            }
+            if round < SPIN_ROUNDS / 2 {
+                for _ in 0..64 {
+                    std::hint::spin_loop();
+                }
+            } else {
+                thread::yield_now();
+            }
+        }
+        false
+    }
+
+    /// Whether a control message, a queued record, a new lane or a drop
+    /// summary is waiting.
+    fn has_work(&self) -> bool {
+        !self.ctrl.is_empty() || self.drain.has_work(&self.shared.queue) || self.drops_to_report()
+    }
+
+    /// Writes every record queued before the flush request (see
+    /// `queue/drain.rs`, "Flush barriers").
+    fn flush_barrier(&mut self) {
+        let shared = Arc::clone(&self.shared);
+        let mut barrier = self.drain.barrier(&shared.queue);
+        while self
+            .drain
+            .take_towards(&mut barrier, &shared.queue, &mut self.batch, BATCH)
+            > 0
+        {
+            self.write_batch();
+        }
+    }
+
+    /// The queue ran empty: report drops, then flush the appender.
+    fn idle(&mut self) {
+        self.report_drops();
+        if !self.dirty {
+            return;
+        }
+        self.dirty = false;
+        let appender = &mut self.appender;
+        let result = catch_unwind(AssertUnwindSafe(|| appender.flush()))
+            .unwrap_or_else(|payload| Err(AppendError::panicked(payload.as_ref())));
+        if let Err(error) = result {
+            if error.operation() == Operation::Panic {
+                Counters::add(&self.shared.counters.panics, 1);
+            }
+            crate::report::stderr(format_args!(
+                "logbus: subscription {:?} could not flush: {}",
+                self.shared.name,
+                error.chain_text()
+            ));
+        }
+    }
+}
