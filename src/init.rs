@@ -78,7 +78,7 @@ fn directives_from_env_lossy() -> (Directives, Vec<DirectiveError>) {
 
 fn install(directives: Directives) -> Result<LoggerGuard, InstallError> {
     let console = Console::builder().target(ConsoleTarget::Stderr).build();
-    crate::builder()
+    crate::builder::builder()
         .appender(Subscription::builder("console", console).directives(directives))
         .install()
 }

@@ -122,6 +122,10 @@
 //! The minimum supported Rust version is 1.80 (`rust-version` in
 //! `Cargo.toml`).
 
+// The only `unsafe` is in `queue/lane.rs` and `recycle.rs`; each block says
+// why it is sound, and `.ci/miri` runs their tests under Miri.
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 mod broker;
 mod builder;
 mod clock;

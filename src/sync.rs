@@ -5,7 +5,7 @@
 //! here without touching the broker.
 
 pub(crate) use std::sync::atomic::{
-    AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+    fence, AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
 pub(crate) use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 pub(crate) use std::thread;

@@ -20,7 +20,7 @@ use std::collections::HashSet;
 
 use logbus_appenders::ThreadInfo;
 
-use crate::sync::{lock, Mutex};
+use crate::sync::{lock, thread, Mutex};
 
 /// The role of the current thread. States and transitions:
 /// `IDLE -> ROUTING` (a log call starts routing) `-> IDLE` (it ends, also
@@ -101,7 +101,7 @@ pub(crate) fn thread_info() -> ThreadInfo {
 }
 
 fn compute_thread_info() -> ThreadInfo {
-    let current = std::thread::current();
+    let current = thread::current();
     // `ThreadId::as_u64` is unstable; its Debug form is `ThreadId(N)`.
     let debug = format!("{:?}", current.id());
     let id = debug
@@ -132,7 +132,7 @@ mod tests {
 
     #[test]
     fn routing_is_not_reentrant_and_workers_are_marked() {
-        std::thread::spawn(|| {
+        thread::spawn(|| {
             assert!(!in_logbus());
             let guard = RoutingGuard::enter().expect("idle thread");
             assert!(in_logbus() && RoutingGuard::enter().is_none());
@@ -147,7 +147,7 @@ mod tests {
 
     #[test]
     fn thread_info_names_the_thread_once() {
-        let info = std::thread::Builder::new()
+        let info = thread::Builder::new()
             .name("role-test".into())
             .spawn(|| (thread_info(), thread_info()))
             .unwrap()

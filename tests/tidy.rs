@@ -75,3 +75,191 @@ fn library_code_does_not_print_to_stdout() {
         "stdout prints in library code: {offenders:?}"
     );
 }
+
+/// The lines of `text` that are code: neither blank nor comments, and
+/// before the first `#[cfg(test)]` (unit tests do not count).
+fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .take_while(|(_, line)| line.trim() != "#[cfg(test)]")
+        .filter(|(_, line)| {
+            let code = line.trim_start();
+            !code.is_empty() && !code.starts_with("//")
+        })
+}
+
+/// The library's source files, as (path relative to `src/`, text).
+fn library_sources() -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    files
+        .iter()
+        .map(|f| {
+            let relative = f.strip_prefix(root().join("src")).unwrap();
+            (
+                relative.to_string_lossy().replace('\\', "/"),
+                std::fs::read_to_string(f).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The places in the library's code (comments aside) that contain `needle`,
+/// outside the files `allowed`.
+fn offenders(needle: &str, allowed: &[&str]) -> Vec<String> {
+    library_sources()
+        .iter()
+        .filter(|(path, _)| !allowed.contains(&path.as_str()))
+        .flat_map(|(path, text)| {
+            text.lines()
+                .enumerate()
+                .filter(|(_, line)| {
+                    let code = line.trim_start();
+                    !code.starts_with("//") && code.contains(needle)
+                })
+                .map(|(n, _)| format!("src/{path}:{}", n + 1))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn internal_code_imports_the_appenders_crate_directly() {
+    // Only the table of contents re-exports it as `logbus::appenders`.
+    let found = offenders("crate::appenders", &["lib.rs"]);
+    assert!(
+        found.is_empty(),
+        "`crate::appenders` outside lib.rs: {found:?}"
+    );
+}
+
+#[test]
+fn only_the_facade_names_the_log_backend() {
+    // The thread role lives on the ground floor (`thread_role.rs`): nothing
+    // below the façade reaches up into the `log` backend for it.
+    let facade = ["lib.rs", "builder.rs", "init.rs", "log_backend.rs"];
+    let found = offenders("log_backend", &facade);
+    assert!(
+        found.is_empty(),
+        "`log_backend` below the façade: {found:?}"
+    );
+}
+
+#[test]
+fn synchronisation_goes_through_sync_rs() {
+    // So that a model checker or another lock can be swapped in there.
+    for needle in ["std::sync::", "std::thread"] {
+        let found = offenders(needle, &["sync.rs"]);
+        assert!(found.is_empty(), "`{needle}` outside sync.rs: {found:?}");
+    }
+}
+
+#[test]
+fn lib_rs_is_a_table_of_contents() {
+    let text = std::fs::read_to_string(root().join("src/lib.rs")).unwrap();
+    let defined: Vec<_> = code_lines(&text)
+        .filter(|(_, line)| {
+            let line = line.trim_start();
+            [
+                "fn ",
+                "pub fn ",
+                "pub(crate) fn ",
+                "struct ",
+                "pub struct ",
+                "impl",
+            ]
+            .iter()
+            .any(|start| line.starts_with(start))
+        })
+        .map(|(n, line)| format!("{}: {line}", n + 1))
+        .collect();
+    assert!(defined.is_empty(), "definitions in lib.rs: {defined:?}");
+    let pub_uses = code_lines(&text)
+        .filter(|(_, line)| line.starts_with("pub use crate::{"))
+        .count();
+    assert_eq!(pub_uses, 1, "lib.rs has one `pub use crate::{{…}}` block");
+}
+
+/// The top-level module a source file belongs to (`broker/publish.rs` ->
+/// `broker`).
+fn top_module(path: &str) -> &str {
+    path.split('/').next().unwrap().trim_end_matches(".rs")
+}
+
+#[test]
+fn modules_import_each_other_without_circles() {
+    let sources = library_sources();
+    let modules: std::collections::BTreeSet<&str> = sources
+        .iter()
+        .map(|(path, _)| top_module(path))
+        .filter(|m| *m != "lib")
+        .collect();
+    // An arrow from a module to each module its code names as `crate::m`.
+    let mut arrows: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
+        Default::default();
+    for (path, text) in &sources {
+        let from = top_module(path);
+        if from == "lib" {
+            continue;
+        }
+        for (_, line) in code_lines(text) {
+            for (at, _) in line.match_indices("crate::") {
+                let rest = &line[at + "crate::".len()..];
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if let Some(&to) = modules.get(name.as_str()) {
+                    if to != from {
+                        arrows.entry(from).or_default().insert(to);
+                    }
+                }
+            }
+        }
+    }
+    // Depth-first search for a back edge.
+    fn visit<'a>(
+        module: &'a str,
+        arrows: &std::collections::BTreeMap<&'a str, std::collections::BTreeSet<&'a str>>,
+        path: &mut Vec<&'a str>,
+        done: &mut std::collections::BTreeSet<&'a str>,
+    ) -> Option<Vec<&'a str>> {
+        if let Some(start) = path.iter().position(|m| *m == module) {
+            let mut circle = path[start..].to_vec();
+            circle.push(module);
+            return Some(circle);
+        }
+        if !done.insert(module) {
+            return None;
+        }
+        path.push(module);
+        for &next in arrows.get(module).into_iter().flatten() {
+            if let Some(circle) = visit(next, arrows, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = Default::default();
+    for &module in &modules {
+        let circle = visit(module, &arrows, &mut Vec::new(), &mut done);
+        assert!(circle.is_none(), "modules in a circle: {circle:?}");
+    }
+}
+
+#[test]
+fn no_room_is_over_500_lines_of_code() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    rust_files(&root().join("appenders/src"), &mut files);
+    let large: Vec<_> = files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            (f.display().to_string(), code_lines(&text).count())
+        })
+        .filter(|(_, lines)| *lines > 500)
+        .collect();
+    assert!(large.is_empty(), "rooms over 500 lines of code: {large:?}");
+}

@@ -45,7 +45,7 @@
 
 use std::time::Instant;
 
-use crate::sync::{thread, AtomicBool, AtomicUsize, CacheLine, Ordering};
+use crate::sync::{fence as atomic_fence, thread, AtomicBool, AtomicUsize, CacheLine, Ordering};
 
 /// One lane's side of the gate: set by its producer while it enqueues.
 /// On its own cache line: the producer writes it twice per record, and no
@@ -76,7 +76,7 @@ impl BusyFlag {
 /// The producer's fence between marking its lanes busy and re-reading the
 /// generation: the other half of the remover's `SeqCst` store and loads.
 pub(crate) fn fence() {
-    std::sync::atomic::fence(Ordering::SeqCst);
+    atomic_fence(Ordering::SeqCst);
 }
 
 /// The gate of the pushers that have no lane: a count of those inside.

@@ -24,7 +24,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::sync::{thread, AtomicBool, CacheLine, OnceLock, Ordering};
+use crate::sync::{fence, thread, AtomicBool, CacheLine, OnceLock, Ordering};
 
 /// How long an idle worker that just said it sleeps waits before it looks
 /// for work once more (see the module docs): a record missed in the race is
@@ -78,7 +78,7 @@ impl Waker {
         // Our half of the store-then-load pattern: the flag store is
         // ordered before our later loads of the queue. (The publisher's
         // half has no fence; see the module docs.)
-        std::sync::atomic::fence(Ordering::SeqCst);
+        fence(Ordering::SeqCst);
         let flagged = Instant::now();
         while !has_work() {
             // A wake-up may come early (a stale unpark, or a spurious one):
