@@ -119,3 +119,125 @@ impl Destination for LevelSplit {
         self.streams[1].flush()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::format::TextFormat;
+    use crate::layout::Layout;
+    use crate::record::Topic;
+    use crate::render::Pipeline;
+
+    /// Both streams log `(stream, bytes)` per write into one journal, so a
+    /// test sees the order of writes across them; `budget` bytes, then
+    /// `StorageFull`.
+    #[derive(Clone)]
+    struct Journal {
+        log: Arc<Mutex<Vec<(&'static str, String)>>>,
+        name: &'static str,
+        budget: Arc<Mutex<usize>>,
+    }
+
+    impl Write for Journal {
+        fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+            let mut budget = self.budget.lock().unwrap();
+            if *budget == 0 {
+                return Err(io::Error::from(io::ErrorKind::StorageFull));
+            }
+            let n = data.len().min(*budget);
+            *budget -= n;
+            let text = String::from_utf8_lossy(&data[..n]).into_owned();
+            self.log.lock().unwrap().push((self.name, text));
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn split(budget: usize) -> (Pipeline<TextFormat, LevelSplit>, Journal) {
+        let journal = Journal {
+            log: Arc::default(),
+            name: "out",
+            budget: Arc::new(Mutex::new(budget)),
+        };
+        let err = Journal {
+            name: "err",
+            ..journal.clone()
+        };
+        let streams = LevelSplit::new(
+            Stream::new("stdout", Box::new(journal.clone()), false),
+            Stream::new("stderr", Box::new(err), false),
+            Some(Level::Warn),
+        );
+        let format = TextFormat::new(Layout::parse("{msg}").unwrap());
+        (Pipeline::new(format, streams), journal)
+    }
+
+    fn records(levels: &[(Level, &str)]) -> Vec<Record> {
+        levels
+            .iter()
+            .map(|&(level, m)| {
+                Record::builder(Topic::new(level, "t"))
+                    .message(m.to_owned())
+                    .build()
+            })
+            .collect()
+    }
+
+    fn log(journal: &Journal) -> Vec<(&'static str, String)> {
+        journal.log.lock().unwrap().clone()
+    }
+
+    #[test]
+    fn records_keep_their_order_across_the_two_streams() {
+        let (mut p, journal) = split(usize::MAX);
+        let batch = records(&[
+            (Level::Info, "a"),
+            (Level::Debug, "b"),
+            (Level::Error, "c"),
+            (Level::Warn, "d"),
+            (Level::Info, "e"),
+        ]);
+        p.append(&batch).unwrap();
+        // One write per run of records for the same stream.
+        assert_eq!(
+            log(&journal),
+            [
+                ("out", "a\nb\n".to_owned()),
+                ("err", "c\nd\n".to_owned()),
+                ("out", "e\n".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_partial_line_is_terminated_on_its_own_stream_only() {
+        // "a\n" to stdout, then "ca" of "cat\n" to stderr.
+        let (mut p, journal) = split(4);
+        let batch = records(&[
+            (Level::Info, "a"),
+            (Level::Error, "cat"),
+            (Level::Info, "x"),
+        ]);
+        let err = p.append(&batch).unwrap_err();
+        assert_eq!(err.written, 1);
+        *journal.budget.lock().unwrap() = usize::MAX;
+        p.append(&records(&[(Level::Info, "x"), (Level::Error, "cat")]))
+            .unwrap();
+        assert_eq!(
+            log(&journal),
+            [
+                ("out", "a\n".to_owned()),
+                ("err", "ca".to_owned()),
+                ("out", "x\n".to_owned()),
+                ("err", "\n".to_owned()),
+                ("err", "cat\n".to_owned())
+            ]
+        );
+    }
+}
