@@ -28,11 +28,12 @@ pub(crate) struct Style {
 ///
 /// # For implementors
 ///
-/// Append the record to `out` without framing, and on error leave `out` as
-/// it was (the loop truncates anyway, and a retry renders the record again).
-/// Do not panic: the loop catches it, but the record is then lost to a retry
-/// only if it panics again. Called once per record on the hot path: keep
-/// state (caches, scratch buffers) on `self` rather than allocating.
+/// Append the record to `out` without framing. On error the loop drops
+/// whatever was appended and the broker's retry renders the record again.
+/// Return an error rather than panicking: a panic is caught and reported
+/// as that record's failure, but costs an unwind. Called once per record on
+/// the hot path: keep state (caches, scratch buffers) on `self` rather than
+/// allocating.
 pub(crate) trait Format: Send + std::fmt::Debug {
     /// Appends `record` to `out`.
     fn render(
