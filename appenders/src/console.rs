@@ -1,13 +1,16 @@
-//! `Console`: an appender writing laid-out lines to stdout and/or stderr.
+//! `Console`: the text format × stdout and/or stderr, routed by level,
+//! with colour decided per stream.
 
 use std::io::{self, IsTerminal, Write};
 use std::sync::Arc;
 
 use crate::appender::{AppendError, Appender, BatchError};
+use crate::destination::stream::{LevelSplit, Stream};
 use crate::escape::MultilineMode;
+use crate::format::TextFormat;
 use crate::layout::Layout;
 use crate::record::{Level, Record};
-use crate::write::{end_line, render_line, LineOutput, LineSink};
+use crate::render::Pipeline;
 
 /// Where a [`Console`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -81,24 +84,6 @@ fn env_color_choice(is_terminal: bool) -> bool {
     )
 }
 
-/// The SGR sequence that colours `level`.
-fn level_color(level: Level) -> &'static str {
-    match level {
-        Level::Error => "\x1b[31m",
-        Level::Warn => "\x1b[33m",
-        Level::Info => "\x1b[32m",
-        Level::Debug => "\x1b[34m",
-        Level::Trace => "\x1b[35m",
-    }
-}
-
-/// One output stream and whether it is coloured.
-#[derive(Debug)]
-struct Stream {
-    sink: LineSink,
-    color: bool,
-}
-
 /// Writes each record as one laid-out line to stdout, stderr, or both.
 ///
 /// The lines of a call are written whole, one write per stream for an
@@ -135,10 +120,7 @@ struct Stream {
 /// ```
 #[derive(Debug)]
 pub struct Console {
-    layout: Layout,
-    target: ConsoleTarget,
-    stdout: Stream,
-    stderr: Stream,
+    pipeline: Pipeline<TextFormat, LevelSplit>,
 }
 
 /// Configures a [`Console`]; see [`Console::builder`].
@@ -159,14 +141,6 @@ impl Console {
             color: ColorMode::Auto,
             layout: None,
             multiline: MultilineMode::Escape,
-        }
-    }
-
-    fn to_stderr(&self, level: Level) -> bool {
-        match self.target {
-            ConsoleTarget::Stdout => false,
-            ConsoleTarget::Stderr => true,
-            ConsoleTarget::Split => level <= Level::Warn,
         }
     }
 }
@@ -258,15 +232,23 @@ impl ConsoleBuilder {
         stderr: (Box<dyn Write + Send>, bool),
     ) -> Console {
         let layout = self.layout.unwrap_or_default().multiline(self.multiline);
-        let stream = |name, (writer, color): (Box<dyn Write + Send>, bool)| Stream {
-            sink: LineSink::new(name, writer),
-            color: color && layout.has_level(),
+        // Colour needs a level to colour; without one the stream is plain.
+        let colored = layout.has_level();
+        let (out, out_color) = stdout;
+        let (err, err_color) = stderr;
+        // The first level (most severe first) that goes to stderr.
+        let stderr_from = match self.target {
+            ConsoleTarget::Stdout => None,
+            ConsoleTarget::Stderr => Some(Level::Trace),
+            ConsoleTarget::Split => Some(Level::Warn),
         };
+        let streams = LevelSplit::new(
+            Stream::new("stdout", out, out_color && colored),
+            Stream::new("stderr", err, err_color && colored),
+            stderr_from,
+        );
         Console {
-            stdout: stream("stdout", stdout),
-            stderr: stream("stderr", stderr),
-            target: self.target,
-            layout,
+            pipeline: Pipeline::new(TextFormat::new(layout), streams),
         }
     }
 }
@@ -277,55 +259,17 @@ impl Default for ConsoleBuilder {
     }
 }
 
-impl Console {
-    fn write<'r>(
-        &mut self,
-        records: impl IntoIterator<Item = &'r Record>,
-    ) -> Result<(), BatchError> {
-        self.stdout.sink.lines.clear();
-        self.stderr.sink.lines.clear();
-        // Index of the first record whose line is buffered; the lines of
-        // at most one stream are buffered at a time.
-        let mut first = 0;
-        for (index, record) in records.into_iter().enumerate() {
-            let level = record.level();
-            let (this, other) = if self.to_stderr(level) {
-                (&mut self.stderr, &mut self.stdout)
-            } else {
-                (&mut self.stdout, &mut self.stderr)
-            };
-            // Keep the order of records across the two streams.
-            if other.sink.lines.has_records() {
-                other.sink.write_out(first)?;
-                first = index;
-            }
-            let color = this.color.then(|| level_color(level));
-            let layout = &mut self.layout;
-            let mut render = |record: &Record, out: &mut Vec<u8>| {
-                layout.render_styled(record, out, color);
-                out.push(b'\n');
-                Ok(())
-            };
-            render_line(&mut this.sink, &mut render, record, index, first)?;
-            first = end_line(&mut this.sink, index, first)?;
-        }
-        self.stdout.sink.write_out(first)?;
-        self.stderr.sink.write_out(first)
-    }
-}
-
 impl Appender for Console {
     fn append(&mut self, record: &Record) -> Result<(), AppendError> {
-        self.write([record]).map_err(|e| e.error)
+        self.pipeline.append([record]).map_err(|e| e.error)
     }
 
     fn append_batch(&mut self, records: &[Arc<Record>]) -> Result<(), BatchError> {
-        self.write(records.iter().map(|r| &**r))
+        self.pipeline.append(records.iter().map(|r| &**r))
     }
 
     fn flush(&mut self) -> Result<(), AppendError> {
-        self.stdout.sink.flush()?;
-        self.stderr.sink.flush()
+        self.pipeline.flush()
     }
 }
 

@@ -1,17 +1,22 @@
-//! `JsonAppender`: one JSON object per line (NDJSON), to a file or a stream.
+//! `JsonAppender`: the JSON format × a stream or the rolling file (NDJSON).
 
-use std::borrow::Cow;
 use std::io::{self, Write};
 use std::sync::Arc;
 
-use serde::ser::{Serialize, SerializeMap, Serializer};
+use crate::appender::{AppendError, Appender, BatchError};
+use crate::destination::file::error::FileError;
+#[cfg(doc)]
+use crate::destination::file::error::FileErrorKind;
+use crate::destination::stream::Stream;
+use crate::destination::Destination;
+use crate::file::FileAppenderBuilder;
+use crate::format::JsonFormat;
+use crate::record::Record;
+use crate::render::Pipeline;
 
-use crate::appender::{AppendError, Appender, BatchError, Operation};
-use crate::file::rolling::RollingFile;
-use crate::file::{FileAppenderBuilder, FileError};
-use crate::layout::{Timestamp, Zone, DEFAULT_UTC_FORMAT};
-use crate::record::{Record, Value};
-use crate::write::LineSink;
+/// The detail of the error [`JsonAppender::file`] returns for a builder
+/// with a layout.
+const LAYOUT_CONTRADICTION: &str = "a layout has no effect on a JSON appender";
 
 /// Writes each record as one JSON object on its own line (NDJSON).
 ///
@@ -43,7 +48,8 @@ use crate::write::LineSink;
 ///
 /// The file variant shares the [`FileAppender`](crate::FileAppender)'s
 /// rolling file (rotation, retention, permissions, symlink refusal,
-/// reopening); its layout setting is ignored.
+/// reopening, compression); a builder with a layout is refused (see
+/// [`JsonAppender::file`]).
 ///
 /// # Examples
 ///
@@ -64,25 +70,16 @@ use crate::write::LineSink;
 /// ```
 #[derive(Debug)]
 pub struct JsonAppender {
-    output: Output,
-    ts: Timestamp,
-    ts_text: Vec<u8>,
-}
-
-#[derive(Debug)]
-enum Output {
-    File(RollingFile),
-    Stream(LineSink),
+    /// A stream or a rolling file: one `dyn` call per hook, next to a
+    /// serde_json serialisation per record.
+    pipeline: Pipeline<JsonFormat, Box<dyn Destination>>,
 }
 
 impl JsonAppender {
     /// Writes to the process's stdout (whole lines, one write per call).
     #[must_use]
     pub fn stdout() -> JsonAppender {
-        JsonAppender::with_output(Output::Stream(LineSink::new(
-            "stdout",
-            Box::new(io::stdout()),
-        )))
+        JsonAppender::on(Stream::new("stdout", Box::new(io::stdout()), false))
     }
 
     /// Writes to any writer (a pipe, a socket, a test buffer).
@@ -103,204 +100,54 @@ impl JsonAppender {
     /// ```
     #[must_use]
     pub fn writer(writer: impl Write + Send + 'static) -> JsonAppender {
-        JsonAppender::with_output(Output::Stream(LineSink::new("writer", Box::new(writer))))
+        JsonAppender::on(Stream::new("writer", Box::new(writer), false))
     }
 
-    /// Writes to the file configured by `builder`, with its rotation.
+    /// Writes to the file configured by `builder`, with its rotation,
+    /// retention, mode, compression and clock.
     ///
     /// # Errors
     ///
     /// As [`FileAppenderBuilder::build`]: the directory or the file cannot
     /// be created, the path is a symlink, or the configuration is invalid.
+    /// A builder with a [`layout`](FileAppenderBuilder::layout) is a
+    /// [`FileErrorKind::Config`] error, before anything is created: a JSON
+    /// line has no layout, and ignoring the setting would hide the mistake.
+    ///
+    /// ```
+    /// use logbus_appenders::{FileAppender, FileErrorKind, JsonAppender, Layout};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("app.ndjson");
+    /// let builder = FileAppender::builder(&path).layout(Layout::parse("{msg}")?);
+    /// let err = JsonAppender::file(builder).unwrap_err();
+    /// assert_eq!(err.kind(), FileErrorKind::Config);
+    /// assert!(err.to_string().ends_with("a layout has no effect on a JSON appender"));
+    /// assert!(!path.exists());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn file(builder: FileAppenderBuilder) -> Result<JsonAppender, FileError> {
-        let (file, _layout) = builder.open()?;
-        Ok(JsonAppender::with_output(Output::File(file)))
+        let file = builder.open_without_layout(LAYOUT_CONTRADICTION)?;
+        Ok(JsonAppender::on(file))
     }
 
-    fn with_output(output: Output) -> JsonAppender {
-        let ts = match Timestamp::new(Zone::Utc, DEFAULT_UTC_FORMAT) {
-            Ok(ts) => ts,
-            // A constant format, checked by the layout tests.
-            Err(()) => unreachable!("the default timestamp format parses"),
-        };
+    fn on(destination: impl Destination + 'static) -> JsonAppender {
         JsonAppender {
-            output,
-            ts,
-            ts_text: Vec::with_capacity(32),
-        }
-    }
-}
-
-/// Appends `record` as one JSON line (with its `\n`) to `out`.
-fn render(record: &Record, ts: &str, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-    let thread = record.thread();
-    let line = Line {
-        ts,
-        level: record.level().as_str(),
-        target: record.target(),
-        topic: record.topic().as_str(),
-        seq: record.seq(),
-        msg: record.message(),
-        thread: match thread.name {
-            Some(name) => Cow::Borrowed(name),
-            None => Cow::Owned(thread.id.to_string()),
-        },
-        thread_id: thread.id,
-        module: record.module_path(),
-        file: record.file(),
-        line: record.line(),
-        kv: Kv(record.key_values()),
-    };
-    let start = out.len();
-    let result = serde_json::to_writer(&mut *out, &line);
-    if result.is_err() {
-        out.truncate(start);
-    } else {
-        out.push(b'\n');
-    }
-    result
-}
-
-#[derive(serde::Serialize)]
-struct Line<'a> {
-    ts: &'a str,
-    level: &'a str,
-    target: &'a str,
-    topic: &'a str,
-    seq: u64,
-    msg: &'a str,
-    thread: Cow<'a, str>,
-    thread_id: u64,
-    module: Option<&'a str>,
-    file: Option<&'a str>,
-    line: Option<u32>,
-    kv: Kv<'a>,
-}
-
-struct Kv<'a>(&'a [(Cow<'static, str>, Value)]);
-
-impl Serialize for Kv<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (key, value) in self.0 {
-            map.serialize_entry(key, &JsonValue(value))?;
-        }
-        map.end()
-    }
-}
-
-struct JsonValue<'a>(&'a Value);
-
-impl Serialize for JsonValue<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            Value::Str(s) => serializer.serialize_str(s),
-            Value::I64(v) => serializer.serialize_i64(*v),
-            Value::U64(v) => serializer.serialize_u64(*v),
-            // serde_json writes a non-finite float as `null`.
-            Value::F64(v) => serializer.serialize_f64(*v),
-            Value::Bool(v) => serializer.serialize_bool(*v),
-            Value::Null => serializer.serialize_unit(),
-        }
-    }
-}
-
-impl JsonAppender {
-    fn write<'r>(
-        &mut self,
-        records: impl IntoIterator<Item = &'r Record>,
-    ) -> Result<(), BatchError> {
-        let (ts, ts_text) = (&mut self.ts, &mut self.ts_text);
-        let render_line = |record: &Record, out: &mut Vec<u8>| {
-            ts_text.clear();
-            ts.render(record.time(), ts_text);
-            let ts = std::str::from_utf8(ts_text).unwrap_or("");
-            render(record, ts, out).map_err(|e| AppendError::from_source(Operation::Format, e))
-        };
-        match &mut self.output {
-            Output::File(file) => file.append(records, render_line),
-            Output::Stream(sink) => sink.append(records, render_line),
+            pipeline: Pipeline::new(JsonFormat::new(), Box::new(destination)),
         }
     }
 }
 
 impl Appender for JsonAppender {
     fn append(&mut self, record: &Record) -> Result<(), AppendError> {
-        self.write([record]).map_err(|e| e.error)
+        self.pipeline.append([record]).map_err(|e| e.error)
     }
 
     fn append_batch(&mut self, records: &[Arc<Record>]) -> Result<(), BatchError> {
-        self.write(records.iter().map(|r| &**r))
+        self.pipeline.append(records.iter().map(|r| &**r))
     }
 
     fn flush(&mut self) -> Result<(), AppendError> {
-        match &mut self.output {
-            Output::File(file) => file.flush(),
-            Output::Stream(sink) => sink.flush(),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::record::{Level, ThreadInfo, Topic};
-    use std::time::{Duration, SystemTime};
-
-    #[test]
-    fn a_full_record() {
-        let record = Record::builder(Topic::new(Level::Info, "app::http"))
-            .seq(7)
-            .time(SystemTime::UNIX_EPOCH + Duration::new(1_795_983_923, 941_824_999))
-            .message("say \"hi\"\n")
-            .module_path(Some("app::http".into()))
-            .file(Some("src/http.rs".into()))
-            .line(Some(42))
-            .thread(ThreadInfo {
-                id: 3,
-                name: Some("main"),
-            })
-            .kv("status", 200u64)
-            .kv("delta", -1i64)
-            .kv("ratio", 0.5f64)
-            .kv("nan", f64::NAN)
-            .kv("ok", true)
-            .kv("none", Value::Null)
-            .kv("peer", "10.0.0.1")
-            .build();
-        let mut json = JsonAppender::writer(io::sink());
-        let mut out = Vec::new();
-        json.ts.render(record.time(), &mut json.ts_text);
-        render(
-            &record,
-            std::str::from_utf8(&json.ts_text).unwrap(),
-            &mut out,
-        )
-        .unwrap();
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            concat!(
-                r#"{"ts":"2026-11-29T20:25:23.941824Z","level":"INFO","target":"app::http","#,
-                r#""topic":"info.app.http","seq":7,"msg":"say \"hi\"\n","thread":"main","#,
-                r#""thread_id":3,"module":"app::http","file":"src/http.rs","line":42,"#,
-                r#""kv":{"status":200,"delta":-1,"ratio":0.5,"nan":null,"ok":true,"#,
-                r#""none":null,"peer":"10.0.0.1"}}"#,
-                "\n"
-            )
-        );
-    }
-
-    #[test]
-    fn an_unnamed_thread_and_no_location() {
-        let record = Record::builder(Topic::new(Level::Error, "x"))
-            .thread(ThreadInfo { id: 9, name: None })
-            .build();
-        let mut out = Vec::new();
-        render(&record, "T", &mut out).unwrap();
-        let value: serde_json::Value = serde_json::from_slice(&out).unwrap();
-        assert_eq!(value["thread"], "9");
-        assert_eq!(value["thread_id"], 9);
-        assert!(value["module"].is_null() && value["file"].is_null() && value["line"].is_null());
-        assert_eq!(value["kv"], serde_json::json!({}));
+        self.pipeline.flush()
     }
 }

@@ -85,24 +85,34 @@
 //! - `gzip`: `Compression::Gzip`, compressing rotated files to
 //!   `app.log.1.gz` (pulls in `flate2`).
 
+#![forbid(unsafe_code)]
+
+// The ground floor: the trait, the record, text layout.
 mod appender;
-mod console;
 mod escape;
+mod layout;
+mod record;
+
+// Format x destination, joined by one render loop.
+mod destination;
+mod format;
+mod render;
+
+// The appenders: named combinations of a format and a destination.
+mod console;
 mod file;
 mod json;
-mod layout;
 mod memory;
-mod record;
-mod write;
 
 pub use crate::{
     appender::{AppendError, Appender, BatchError, Operation},
     console::{color_choice, ColorMode, Console, ConsoleBuilder, ConsoleTarget},
-    escape::MultilineMode,
-    file::{
-        rolling::{Clock, Compression, Rotation, SystemClock},
-        FileAppender, FileAppenderBuilder, FileError, FileErrorKind,
+    destination::file::{
+        error::{FileError, FileErrorKind},
+        policy::{Clock, Compression, Rotation, SystemClock},
     },
+    escape::MultilineMode,
+    file::{FileAppender, FileAppenderBuilder},
     json::JsonAppender,
     layout::{Layout, LayoutError, LayoutErrorKind},
     memory::{Memory, MemoryHandle},

@@ -1,19 +1,19 @@
-//! `FileAppender`: laid-out lines appended to a file, with rotation.
+//! `FileAppender`: the text format × the rolling file destination, and the
+//! builder that configures the file (for the JSON appender too).
 
-pub(crate) mod rolling;
-
-use std::error::Error as StdError;
-use std::fmt;
-use std::io;
 use std::path::{Path, PathBuf};
-
 use std::sync::Arc;
 
 use crate::appender::{AppendError, Appender, BatchError};
+use crate::destination::file::error::FileError;
+#[cfg(doc)]
+use crate::destination::file::error::FileErrorKind;
+use crate::destination::file::policy::{Clock, Compression, FileConfig, Rotation, SystemClock};
+use crate::destination::file::RollingFile;
+use crate::format::TextFormat;
 use crate::layout::Layout;
 use crate::record::Record;
-
-use self::rolling::{Clock, Compression, FileConfig, RollingFile, Rotation, SystemClock};
+use crate::render::Pipeline;
 
 /// Appends laid-out lines to a file, rotating it by size and/or time.
 ///
@@ -75,8 +75,7 @@ use self::rolling::{Clock, Compression, FileConfig, RollingFile, Rotation, Syste
 /// ```
 #[derive(Debug)]
 pub struct FileAppender {
-    file: RollingFile,
-    layout: Layout,
+    pipeline: Pipeline<TextFormat, RollingFile>,
 }
 
 /// Configures a [`FileAppender`] (or the file of a
@@ -110,7 +109,7 @@ impl FileAppender {
     /// The path of the live file.
     #[must_use]
     pub fn path(&self) -> &Path {
-        self.file.path()
+        self.pipeline.destination.path()
     }
 }
 
@@ -142,7 +141,9 @@ impl FileAppenderBuilder {
         self
     }
 
-    /// Sets the layout of each line (not used by the JSON appender).
+    /// Sets the layout of each line. A JSON appender has no layout:
+    /// [`JsonAppender::file`](crate::JsonAppender::file) refuses a builder
+    /// with one.
     pub fn layout(mut self, layout: Layout) -> Self {
         self.layout = Some(layout);
         self
@@ -160,8 +161,22 @@ impl FileAppenderBuilder {
         self
     }
 
+    /// Opens the live file for a format that has no layout, such as JSON:
+    /// a layout set on the builder is refused with `contradiction` as the
+    /// detail of a [`FileErrorKind::Config`] error, before anything is
+    /// created on disk, rather than silently ignored.
+    pub(crate) fn open_without_layout(
+        self,
+        contradiction: &'static str,
+    ) -> Result<RollingFile, FileError> {
+        if self.layout.is_some() {
+            return Err(FileError::config(&self.config.path, contradiction));
+        }
+        Ok(self.open()?.0)
+    }
+
     /// Validates the configuration and opens the live file.
-    pub(crate) fn open(self) -> Result<(RollingFile, Option<Layout>), FileError> {
+    fn open(self) -> Result<(RollingFile, Option<Layout>), FileError> {
         let config = self.config;
         if config.path.as_os_str().is_empty() {
             return Err(FileError::config(&config.path, "the path is empty"));
@@ -206,120 +221,23 @@ impl FileAppenderBuilder {
     /// ```
     pub fn build(self) -> Result<FileAppender, FileError> {
         let (file, layout) = self.open()?;
+        let format = TextFormat::new(layout.unwrap_or_default());
         Ok(FileAppender {
-            file,
-            layout: layout.unwrap_or_default(),
-        })
-    }
-}
-
-impl FileAppender {
-    fn write<'r>(
-        &mut self,
-        records: impl IntoIterator<Item = &'r Record>,
-    ) -> Result<(), BatchError> {
-        let layout = &mut self.layout;
-        self.file.append(records, |record, buf| {
-            layout.render(record, buf);
-            buf.push(b'\n');
-            Ok(())
+            pipeline: Pipeline::new(format, file),
         })
     }
 }
 
 impl Appender for FileAppender {
     fn append(&mut self, record: &Record) -> Result<(), AppendError> {
-        self.write([record]).map_err(|e| e.error)
+        self.pipeline.append([record]).map_err(|e| e.error)
     }
 
     fn append_batch(&mut self, records: &[Arc<Record>]) -> Result<(), BatchError> {
-        self.write(records.iter().map(|r| &**r))
+        self.pipeline.append(records.iter().map(|r| &**r))
     }
 
     fn flush(&mut self) -> Result<(), AppendError> {
-        self.file.flush()
-    }
-}
-
-/// Why a file appender could not be built.
-#[derive(Debug)]
-pub struct FileError {
-    kind: FileErrorKind,
-    path: PathBuf,
-    detail: Option<&'static str>,
-    source: Option<io::Error>,
-}
-
-/// What went wrong building a file appender.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum FileErrorKind {
-    /// The directory of the log file could not be created.
-    CreateDir,
-    /// The log file could not be opened or created.
-    Open,
-    /// The log path is a symlink, which is refused rather than followed.
-    Symlink,
-    /// The configuration is invalid (empty path, `max_bytes(0)`, bad mode).
-    Config,
-}
-
-impl FileError {
-    pub(crate) fn io(kind: FileErrorKind, path: &Path, source: io::Error) -> FileError {
-        FileError {
-            kind,
-            path: path.to_owned(),
-            detail: None,
-            source: Some(source),
-        }
-    }
-
-    fn config(path: &Path, detail: &'static str) -> FileError {
-        FileError {
-            kind: FileErrorKind::Config,
-            path: path.to_owned(),
-            detail: Some(detail),
-            source: None,
-        }
-    }
-
-    /// What went wrong.
-    #[must_use]
-    pub fn kind(&self) -> FileErrorKind {
-        self.kind
-    }
-
-    /// The log path.
-    #[must_use]
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The I/O error kind, when the cause is an I/O error.
-    #[must_use]
-    pub fn io_kind(&self) -> Option<io::ErrorKind> {
-        self.source.as_ref().map(io::Error::kind)
-    }
-}
-
-impl fmt::Display for FileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path = self.path.display();
-        match self.kind {
-            FileErrorKind::CreateDir => write!(f, "cannot create the directory of {path}"),
-            FileErrorKind::Open => write!(f, "cannot open {path}"),
-            FileErrorKind::Symlink => write!(f, "refusing to follow the symlink at {path}"),
-            FileErrorKind::Config => write!(
-                f,
-                "invalid file appender configuration for {path}: {}",
-                self.detail.unwrap_or("invalid")
-            ),
-        }
-    }
-}
-
-impl StdError for FileError {
-    fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        self.source.as_ref().map(|e| e as &(dyn StdError + 'static))
+        self.pipeline.flush()
     }
 }

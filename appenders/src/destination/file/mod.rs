@@ -1,0 +1,241 @@
+//! The rolling file destination: the open log file, its rotation policy and
+//! clock, shared by the file and JSON appenders.
+//!
+//! The render loop hands it each call's records through the
+//! [`Destination`] hooks; it writes them to the file before the call
+//! returns, and rotates between records, never inside a line: by time in
+//! [`before_record`](Destination::before_record) (the boundary passed), by
+//! size in [`before_commit`](Destination::before_commit) (the record at hand
+//! would overflow `max_bytes`). In both cases the records buffered so far go
+//! to the old file first.
+//!
+//! - [`policy`]: `Rotation`, `Clock`, `Compression`, the validated config;
+//! - [`rotate`]: opening with `O_NOFOLLOW`, the renames, compression;
+//! - [`error`]: `FileError`, what building one can fail with.
+
+pub(crate) mod error;
+pub(crate) mod policy;
+mod rotate;
+
+use std::fs::{self, File};
+use std::io;
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::appender::{AppendError, BatchError, Operation};
+use crate::format::Style;
+use crate::record::Record;
+use crate::render::{Lines, Output};
+
+use self::error::{FileError, FileErrorKind};
+use self::policy::{Clock, FileConfig};
+use self::rotate::{is_symlink_refusal, open_log_file};
+use super::{Destination, Framing};
+
+/// How often, at most, the path is compared with the open file while the
+/// queue never runs empty: cheap (one `stat`), and logrotate works on
+/// minutes.
+const PATH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// An open log file with rotation; see the module docs.
+#[derive(Debug)]
+pub(crate) struct RollingFile {
+    config: FileConfig,
+    clock: Box<dyn Clock>,
+    /// The live file, and whether a failed write left a partial line in it.
+    file: Output<File>,
+    /// Device and inode of `file`, to notice it was moved or deleted.
+    id: Option<(u64, u64)>,
+    /// Bytes in the live file.
+    size: u64,
+    /// Unix second at which the next time rotation is due.
+    next_rollover: Option<u64>,
+    last_path_check: Instant,
+    /// A flush came since the last check: the queue ran empty, so the
+    /// next call compares the path with the open file before writing.
+    check_path_next: bool,
+}
+
+fn unix_secs(time: SystemTime) -> u64 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(unix)]
+fn file_id(meta: &fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_id(_meta: &fs::Metadata) -> Option<(u64, u64)> {
+    None
+}
+
+impl RollingFile {
+    /// Creates the directories and opens the live file.
+    pub(crate) fn open(
+        config: FileConfig,
+        clock: Box<dyn Clock>,
+    ) -> Result<RollingFile, FileError> {
+        let path = config.path.clone();
+        let fail = |kind, e| FileError::io(kind, &path, e);
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            let mut dirs = fs::DirBuilder::new();
+            dirs.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut dirs, 0o750);
+            dirs.create(parent)
+                .map_err(|e| fail(FileErrorKind::CreateDir, e))?;
+        }
+        let file = open_log_file(&path, config.mode, false).map_err(|e| {
+            if is_symlink_refusal(&e) {
+                fail(FileErrorKind::Symlink, e)
+            } else {
+                fail(FileErrorKind::Open, e)
+            }
+        })?;
+        let meta = file.metadata().map_err(|e| fail(FileErrorKind::Open, e))?;
+        let next_rollover = config.rotation.next_boundary(unix_secs(clock.now()));
+        Ok(RollingFile {
+            config,
+            clock,
+            file: Output::new(file),
+            id: file_id(&meta),
+            size: meta.len(),
+            next_rollover,
+            last_path_check: Instant::now(),
+            check_path_next: false,
+        })
+    }
+
+    /// The configured path of the live file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.config.path
+    }
+
+    fn detail(&self) -> String {
+        self.config.path.display().to_string()
+    }
+
+    /// Rotates, failing the record at hand (all before it were written).
+    fn rotate_between(&mut self, lines: &Lines) -> Result<(), BatchError> {
+        self.rotate().map_err(|error| BatchError {
+            written: lines.written(),
+            error,
+        })
+    }
+
+    /// Reopens the path if the open file was moved or deleted (logrotate).
+    fn check_path(&mut self) -> Result<(), AppendError> {
+        self.last_path_check = Instant::now();
+        self.check_path_next = false;
+        let Some(id) = self.id else { return Ok(()) };
+        match fs::symlink_metadata(&self.config.path) {
+            Ok(meta) if file_id(&meta) == Some(id) => {
+                // Someone may have truncated it (copytruncate).
+                if let Ok(meta) = self.file.writer.metadata() {
+                    self.size = meta.len();
+                }
+                Ok(())
+            }
+            Ok(_) => self.reopen(Operation::Open),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => self.reopen(Operation::Open),
+            Err(e) => Err(AppendError::io(Operation::Open, e).with_detail(self.detail())),
+        }
+    }
+
+    /// Opens the path anew (after a rotation, or when logrotate moved the
+    /// file). Called between writes, with nothing buffered.
+    fn reopen(&mut self, operation: Operation) -> Result<(), AppendError> {
+        let path = &self.config.path;
+        let file = open_log_file(path, self.config.mode, false).map_err(|e| {
+            let detail = if is_symlink_refusal(&e) {
+                format!("{}: refusing to follow a symlink", path.display())
+            } else {
+                path.display().to_string()
+            };
+            AppendError::io(operation, e).with_detail(detail)
+        })?;
+        let meta = file
+            .metadata()
+            .map_err(|e| AppendError::io(operation, e).with_detail(self.detail()))?;
+        // A partial line left by a failed write stays in the old file: the
+        // new `Output` owes no terminator.
+        self.file = Output::new(file);
+        self.id = file_id(&meta);
+        self.size = meta.len();
+        Ok(())
+    }
+}
+
+impl Destination for RollingFile {
+    fn framing(&self) -> Framing {
+        Framing::Newline
+    }
+
+    fn start_call(&mut self) -> Result<(), AppendError> {
+        if self.check_path_next || self.last_path_check.elapsed() >= PATH_CHECK_INTERVAL {
+            self.check_path()?;
+        }
+        Ok(())
+    }
+
+    /// Rotates by time: at the first record after the boundary.
+    fn before_record(&mut self, _record: &Record, lines: &mut Lines) -> Result<Style, BatchError> {
+        if let Some(due) = self.next_rollover {
+            let now = unix_secs(self.clock.now());
+            if now >= due {
+                self.write_out(lines)?;
+                // An empty file is not rotated: it would push a useful
+                // file out of the retention window for nothing.
+                if self.size > 0 {
+                    self.rotate_between(lines)?;
+                }
+                self.next_rollover = self.config.rotation.next_boundary(now);
+            }
+        }
+        Ok(Style::default())
+    }
+
+    /// Rotates by size: when the pending record would take the file past
+    /// `max_bytes`. A record larger than `max_bytes` gets a file of its own.
+    fn before_commit(&mut self, lines: &mut Lines) -> Result<(), BatchError> {
+        if let Some(max) = self.config.max_bytes {
+            let before = self.size + lines.committed_len() as u64;
+            let len = lines.pending_len() as u64;
+            if before > 0 && before + len > max {
+                self.write_out(lines)?;
+                self.rotate_between(lines)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the committed records, counting the bytes that reached the
+    /// file.
+    fn write_out(&mut self, lines: &mut Lines) -> Result<(), BatchError> {
+        match lines.write_to(&mut self.file) {
+            Ok(bytes) => {
+                self.size += bytes;
+                Ok(())
+            }
+            Err(failure) => {
+                self.size += failure.bytes;
+                Err(BatchError {
+                    written: failure.written,
+                    error: AppendError::io(Operation::Write, failure.error)
+                        .with_detail(self.detail()),
+                })
+            }
+        }
+    }
+
+    /// Nothing is buffered between calls: notes that the queue ran empty,
+    /// so the next call first checks the path still names the open file
+    /// (and reopens it if logrotate moved or deleted it).
+    fn flush(&mut self) -> Result<(), AppendError> {
+        self.check_path_next = true;
+        Ok(())
+    }
+}
