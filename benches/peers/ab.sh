@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Before/after comparison of logbus itself, for a change to the caller's
+# path: builds the peer harness at BASE (a git revision) and at the working
+# tree, then runs logbus (drop-oldest and Block) and the two floors from each
+# build in alternating rounds (A B, then B A, ...), each run its own process,
+# and prints one table per side (report.py's format).
+#
+#   benches/peers/ab.sh BASE [ROUNDS] [RECORDS]     (defaults: 5, 1000000)
+#
+# Needs cargo, git and python3. The base is checked out in a temporary git
+# worktree; both builds share one target directory, so only logbus is
+# rebuilt for the second.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+base="${1:?usage: ab.sh BASE [ROUNDS] [RECORDS]}"
+rounds="${2:-5}"
+records="${3:-1000000}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$here/target}"
+export TZ=UTC
+
+work="$(mktemp -d)"
+tree="$work/base"
+cleanup() {
+  git -C "$here" worktree remove --force "$tree" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+git -C "$here" worktree add --detach "$tree" "$base" >/dev/null
+
+build() { # build DIR OUT: the harness of the checkout at DIR, copied to OUT
+  (cd "$1/benches/peers" && cargo build --release --quiet)
+  cp "$CARGO_TARGET_DIR/release/logbus-peers" "$2"
+}
+build "$tree" "$work/A"
+build "$here/../.." "$work/B"
+
+loggers=(floor-format floor-bufwriter logbus logbus-block)
+for round in $(seq 1 "$rounds"); do
+  if ((round % 2 == 0)); then sides=(B A); else sides=(A B); fi
+  for side in "${sides[@]}"; do
+    for threads in 1 4; do
+      for logger in "${loggers[@]}"; do
+        out="$work/out-$side-$logger-$threads-$round"
+        line="$("$work/$side" --logger "$logger" --threads "$threads" --records "$records" --out "$out" 2>/dev/null | grep '^RESULT')" || {
+          echo "FAILED: $side $logger threads=$threads round=$round" >&2
+          continue
+        }
+        echo "round=$round $line" >>"$work/raw-$side"
+        rm -rf "$out"
+      done
+    done
+  done
+  echo "round $round of $rounds done" >&2
+done
+
+for side in A B; do
+  name=$([ "$side" = A ] && echo "before ($base)" || echo "after (working tree)")
+  echo
+  echo "## $name"
+  python3 "$here/report.py" "$work/raw-$side" "$work/report-$side.md" "$rounds" "$records" | grep '^|'
+done
