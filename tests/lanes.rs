@@ -1,4 +1,4 @@
-//! Per-thread lanes (see `src/subscription/lane.rs`): what they must not
+//! Per-thread lanes (see `src/queue/lane.rs`): what they must not
 //! change about delivery. Records of several threads still reach an
 //! appender in `seq` order, the capacity still bounds the subscription as a
 //! whole, records of threads that exited are delivered, an idle worker
