@@ -4,6 +4,7 @@
 //! model checker (loom) or another lock implementation could be swapped in
 //! here without touching the broker.
 
+pub(crate) use std::hint::spin_loop;
 pub(crate) use std::sync::atomic::{
     fence, AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };

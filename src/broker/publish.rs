@@ -15,7 +15,8 @@
 //!    shutdown the record is counted instead);
 //! 6. the record is pushed into each lane under its overflow policy
 //!    (`queue/mod.rs`), the last subscription getting the caller's own
-//!    reference; a sleeping worker is woken; the gate is left.
+//!    reference; the gate is left, and a worker that said it sleeps is
+//!    woken (`queue/waker.rs`).
 
 use logbus_appenders::__private_api as produce;
 use logbus_appenders::{Record, Topic};
@@ -243,15 +244,23 @@ impl<'v, 'i> PublishGate<'v, 'i> {
 }
 
 impl Drop for PublishGate<'_, '_> {
+    /// Leaves every gate, then wakes the workers that said they sleep: the
+    /// publisher's half of the wake-up protocol (`queue/waker.rs`).
     fn drop(&mut self) {
         // Shared passes leave as they drop.
-        if self.shared.is_some() {
-            return;
+        if self.shared.take().is_none() {
+            for &i in self.ids {
+                if let Some(lane) = &self.lanes[i as usize] {
+                    lane.busy().leave();
+                }
+            }
         }
         for &i in self.ids {
-            if let Some(lane) = &self.lanes[i as usize] {
-                lane.busy().leave();
-            }
+            self.snapshot.entries[i as usize]
+                .sub
+                .queue
+                .waker
+                .wake_if_sleeping();
         }
     }
 }

@@ -85,11 +85,19 @@ impl Budget {
         }
     }
 
-    /// Gives back `n` units.
+    /// Gives back `n` units (taken before: a budget never gives back more
+    /// than was taken, which the debug assertion checks).
     pub(crate) fn release(&self, n: usize) {
         if n > 0 {
-            self.used.fetch_sub(n, Ordering::Relaxed);
+            let before = self.used.fetch_sub(n, Ordering::Relaxed);
+            debug_assert!(before >= n, "budget released {n} of {before} in use");
         }
+    }
+
+    /// Units in use now (a moment's reading).
+    #[cfg(test)]
+    pub(crate) fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
     }
 
     /// A lane starts drawing on this budget.

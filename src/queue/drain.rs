@@ -28,6 +28,7 @@ use crossbeam_channel::Receiver;
 use logbus_appenders::Record;
 
 use super::lane::Lane;
+use super::waker::{self, Work};
 use super::Queue;
 use crate::sync::{lock, Arc, Ordering};
 
@@ -102,16 +103,20 @@ impl Drain {
         let before = batch.len();
         self.fill_from_shared(batch, max);
         let shared = batch.len() - before;
-        self.take_lanes_after_shared(batch, shared, max);
-        Self::released(queue, batch, before)
+        self.take_lanes_after_shared(queue, batch, before, shared, max)
     }
 
-    /// Whether a record or a new lane is waiting.
-    pub(crate) fn has_work(&self, queue: &Queue) -> bool {
-        !self.data.is_empty()
-            // Acquire: pairs with `new_lane`'s Release increment.
-            || queue.registry.added.load(Ordering::Acquire) != self.lanes_seen
-            || self.lanes.iter().any(|lane| lane.len() > 0)
+    /// The worker's look before it parks (`waker.rs`): each source's gate
+    /// first, then its records; and new lanes.
+    pub(crate) fn look(&self, queue: &Queue) -> Work {
+        // Acquire: pairs with `new_lane`'s Release increment.
+        if queue.registry.added.load(Ordering::Acquire) != self.lanes_seen {
+            return Work::Ready;
+        }
+        let shared = waker::look_shared(&queue.gate, || !self.data.is_empty());
+        self.lanes.iter().fold(shared, |work, lane| {
+            work.or(waker::look(lane.busy(), || lane.len() > 0))
+        })
     }
 
     /// Forgets lanes whose publisher is gone and which are drained.
@@ -159,8 +164,7 @@ impl Drain {
             0 => 0,
             taken => barrier.pending - taken,
         };
-        self.take_lanes_after_shared(batch, shared, max);
-        Self::released(queue, batch, before)
+        self.take_lanes_after_shared(queue, batch, before, shared, max)
     }
 
     /// Gives back the bytes of the records taken since `before`; returns
@@ -195,12 +199,25 @@ impl Drain {
     /// Takes from the lanes after `shared` records were just added to the
     /// batch from the shared channel, keeping the batch in `seq` order (see
     /// the module docs).
-    fn take_lanes_after_shared(&mut self, batch: &mut Vec<Arc<Record>>, shared: usize, max: usize) {
+    /// Returns how many records were added since `start`, whose bytes it
+    /// gives back.
+    fn take_lanes_after_shared(
+        &mut self,
+        queue: &Queue,
+        batch: &mut Vec<Arc<Record>>,
+        start: usize,
+        shared: usize,
+        max: usize,
+    ) -> usize {
         let before = batch.len();
         merge(&self.lanes, &mut self.heads, batch, max);
+        // Release before sorting: the sort may move an earlier round's
+        // records (linger) into `batch[start..]`.
+        let taken = Self::released(queue, batch, start);
         if shared > 0 && batch.len() > before {
             batch.sort_by_key(|record| record.seq());
         }
+        taken
     }
 }
 
@@ -254,6 +271,7 @@ fn merge<S: Source>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::budget::Budget;
     use crate::queue::OverflowPolicy;
     use crate::stats::Counters;
     use logbus_appenders::{Level, Topic};
@@ -283,13 +301,15 @@ mod tests {
         }
         queue.push_shared(record(6), &counters);
         let mut batch = Vec::new();
-        assert!(drain.has_work(&queue));
+        assert_eq!(drain.look(&queue), Work::Ready);
         assert_eq!(drain.take_batch(&queue, &mut batch, 5), 5);
         assert_eq!(seqs(&batch), [0, 1, 2, 3, 6]);
         batch.clear();
         drain.take_batch(&queue, &mut batch, 100);
         assert_eq!(seqs(&batch), [4, 5, 7, 8]);
-        assert!(!drain.has_work(&queue));
+        assert_eq!(drain.look(&queue), Work::None);
+        a.busy().enter();
+        assert_eq!(drain.look(&queue), Work::Busy);
     }
 
     #[test]
@@ -327,5 +347,30 @@ mod tests {
         drain.forget_finished(&queue);
         assert_eq!(lock(&queue.registry.lanes).len(), 0);
         assert_eq!(queue.len(), 0);
+    }
+
+    /// A linger round that takes a shared record older than the batch's
+    /// first: the sort must not make the drain give back the wrong bytes
+    /// (found in review: the budget then leaked or wrapped).
+    #[test]
+    fn linger_rounds_give_back_exactly_the_bytes_they_took() {
+        let (queue, mut drain) = Queue::new(64, Some(1 << 20), OverflowPolicy::DropNewest);
+        let counters = Counters::default();
+        let mut lane = queue.new_lane();
+        let big = Record::builder(Topic::new(Level::Info, "t"))
+            .seq(10)
+            .message("x".repeat(1000))
+            .build();
+        queue.push_lane(&mut lane, Arc::new(big), &counters, drop);
+        let mut batch = Vec::new();
+        assert_eq!(drain.take_batch(&queue, &mut batch, 512), 1);
+        {
+            let _pass = queue.enter_shared();
+            queue.push_shared(record(5), &counters);
+        }
+        queue.push_lane(&mut lane, record(11), &counters, drop);
+        assert_eq!(drain.take_batch(&queue, &mut batch, 512), 2);
+        assert_eq!(seqs(&batch), [5, 10, 11]);
+        assert_eq!(queue.bytes.as_ref().map(Budget::used), Some(0));
     }
 }

@@ -12,29 +12,32 @@
 //!   store; only that producer writes it), for every subscription of its
 //!   route, then issues **one** [`fence`] (`SeqCst`) for all of them;
 //! - a pusher without a lane increments the subscription's [`SharedGate`]
-//!   counter (`SeqCst` read-modify-write, which is its own fence).
+//!   counter, then issues the same fence ([`SharedGate::enter`] does both).
 //!
 //! Then the pusher re-reads the broker's generation; if it changed, it
 //! leaves and routes again. It enqueues, and leaves: the flag is cleared or
 //! the counter decremented with `Release`, so its enqueue happens before a
-//! remover's load that sees it gone.
+//! remover's (or a worker's) `Acquire` load that sees it gone.
 //!
-//! A remover publishes the new configuration and bumps the generation
-//! (`SeqCst` store), then [`wait_closed`]: it loads every flag and the
-//! counter (`SeqCst`) until none is set. In the single total order of
-//! `SeqCst` operations, for each pusher either
+//! A remover publishes the new configuration and bumps the generation,
+//! then [`wait_closed`]: one `SeqCst` fence, then it loads every flag and
+//! the counter (`Acquire`) until none is set. The two fences are ordered
+//! in the single total order of `SeqCst` operations; for each pusher
+//! either
 //!
-//! - the remover's load comes after the pusher's fence (or increment): it
-//!   sees the pusher inside and waits for its enqueue, which the worker
-//!   then drains; or
-//! - the pusher's generation load comes after the remover's store: it sees
-//!   the new generation and routes again under the new configuration.
+//! - the pusher's fence comes first: the remover's loads, after its own
+//!   fence, see the pusher's flag set (or its later clearing, whose
+//!   `Release` makes the enqueue visible): it waits for the enqueue, which
+//!   the worker then drains; or
+//! - the remover's fence comes first: the pusher's generation load, after
+//!   its fence, sees the bump: it routes again under the new configuration.
 //!
 //! So a record is routed wholly under the old or wholly under the new
 //! configuration, and nothing is enqueued after a worker's final drain. A
 //! lane registered after the remover copied the lane list was registered
 //! under the subscription's registry lock after the bump, so its producer
-//! sees the new generation too.
+//! sees the new generation too. The same flags and fence serve the worker's
+//! wake-up (`waker.rs`), and `loom/` model-checks both uses.
 //!
 //! Publishers run no user code inside the gate (the record is built and
 //! the predicates run before it is entered), so a removal made from a
@@ -45,7 +48,9 @@
 
 use std::time::Instant;
 
-use crate::sync::{fence as atomic_fence, thread, AtomicBool, AtomicUsize, CacheLine, Ordering};
+use crate::sync::{
+    fence as atomic_fence, spin_loop, thread, AtomicBool, AtomicUsize, CacheLine, Ordering,
+};
 
 /// One lane's side of the gate: set by its producer while it enqueues.
 /// On its own cache line: the producer writes it twice per record, and no
@@ -66,10 +71,11 @@ impl BusyFlag {
         self.0.store(false, Ordering::Release);
     }
 
-    /// Whether the producer is inside (the remover's side). SeqCst: the
-    /// protocol's total order, see the module docs.
+    /// Whether the producer is inside (a remover's or a worker's look,
+    /// after its own `SeqCst` fence). Acquire: seeing the flag cleared makes
+    /// the producer's enqueue visible (its `leave` is `Release`).
     pub(crate) fn is_set(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.0.load(Ordering::Acquire)
     }
 }
 
@@ -85,19 +91,19 @@ pub(crate) fn fence() {
 pub(crate) struct SharedGate(CacheLine<AtomicUsize>);
 
 impl SharedGate {
-    /// Enters: the pusher then re-reads the generation (or, for a dead
-    /// letter, relies on the route being stopped only after every
-    /// subscription that feeds it). SeqCst: the increment is the fence of
-    /// the protocol.
+    /// Enters, and issues the protocol's fence: the pusher may then re-read
+    /// the generation (a dead letter instead relies on its route being
+    /// stopped only after every subscription that feeds it). Relaxed: the
+    /// fence that follows orders the increment.
     pub(crate) fn enter(&self) -> SharedPass<'_> {
-        self.0.fetch_add(1, Ordering::SeqCst);
+        self.0.fetch_add(1, Ordering::Relaxed);
+        fence();
         SharedPass(self)
     }
 
-    /// Whether a pusher is inside (the remover's side; SeqCst as for
-    /// [`BusyFlag::is_set`]).
-    fn is_set(&self) -> bool {
-        self.0.load(Ordering::SeqCst) != 0
+    /// Whether a pusher is inside (as for [`BusyFlag::is_set`]).
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.load(Ordering::Acquire) != 0
     }
 }
 
@@ -108,7 +114,7 @@ pub(crate) struct SharedPass<'g>(&'g SharedGate);
 
 impl Drop for SharedPass<'_> {
     fn drop(&mut self) {
-        // Release: our push happens before the remover's SeqCst load that
+        // Release: our push happens before the remover's Acquire load that
         // observes 0.
         self.0 .0.fetch_sub(1, Ordering::Release);
     }
@@ -116,12 +122,14 @@ impl Drop for SharedPass<'_> {
 
 /// The remover's side: waits until no pusher is inside `shared` and no
 /// flag of `lanes` is set, or until `deadline`; returns whether the gate
-/// closed. Called after the generation was bumped (`SeqCst`).
+/// closed. Called after the generation was bumped.
 pub(crate) fn wait_closed<'a>(
     shared: &SharedGate,
     lanes: impl Iterator<Item = &'a BusyFlag> + Clone,
     deadline: Option<Instant>,
 ) -> bool {
+    // The remover's fence: orders the generation bump before the loads.
+    fence();
     let mut spins = 0u32;
     loop {
         let busy = shared.is_set() || lanes.clone().any(BusyFlag::is_set);
@@ -133,14 +141,14 @@ pub(crate) fn wait_closed<'a>(
         }
         spins += 1;
         if spins < 64 {
-            std::hint::spin_loop();
+            spin_loop();
         } else {
             thread::yield_now();
         }
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::time::Duration;

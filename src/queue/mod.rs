@@ -61,6 +61,7 @@ use logbus_appenders::Record;
 pub(crate) use self::drain::Drain;
 pub(crate) use self::gate::{fence as gate_fence, SharedPass};
 pub(crate) use self::lane::LaneProducer;
+pub(crate) use self::waker::Work;
 
 use self::budget::Budget;
 use self::gate::SharedGate;
@@ -202,7 +203,8 @@ impl Queue {
     }
 
     /// Enqueues `record` into the publisher's own lane (inside its gate)
-    /// under the overflow policy, then wakes the worker if it sleeps. Every
+    /// under the overflow policy; the publisher wakes the worker after it
+    /// left the gate (`waker.rs`). Every
     /// record handed in ends up in the lane or counted in
     /// `counters.dropped`; the records dropped (the new one, or the evicted
     /// oldest) go to `spill`, for the publisher to reuse.
@@ -214,15 +216,13 @@ impl Queue {
         mut spill: impl FnMut(Arc<Record>),
     ) {
         self.push_into(&mut LaneEnd(lane), record, counters, &mut spill);
-        self.waker.wake_if_sleeping();
     }
 
     /// Enqueues `record` through the shared channel (inside a
-    /// [`SharedPass`]) under the overflow policy, then wakes the worker if
-    /// it sleeps.
+    /// [`SharedPass`]) under the overflow policy; the pusher wakes the
+    /// worker after it left the gate.
     pub(crate) fn push_shared(&self, record: Arc<Record>, counters: &Counters) {
         self.push_into(&mut SharedEnd(&self.shared), record, counters, &mut drop);
-        self.waker.wake_if_sleeping();
     }
 
     /// The overflow policy, over any end.

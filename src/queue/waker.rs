@@ -1,48 +1,110 @@
 //! The waker: how an idle worker parks and how publishers wake it, with
 //! the one `sleeping` flag and its protocol in one place.
 //!
-//! # Protocol (today's; see the caveat)
+//! # Protocol
 //!
-//! - The worker, finding nothing to do, sets `sleeping` and issues a
-//!   `SeqCst` fence, looks for work once more, and parks. It keeps the flag
-//!   set while it sleeps (wake-ups without work do not clear it) and clears
-//!   it when it goes back to work.
-//! - A publisher, after its push, reads `sleeping` (`Relaxed`, no fence: a
-//!   fence there would cost what lanes save) and unparks the worker if set.
-//!   Flush and shutdown requesters, and a publisher that dropped a record
-//!   (for the drop summary), unpark unconditionally.
+//! - **Publisher.** It already holds the gate (`gate.rs`): its flag set,
+//!   one `SeqCst` fence, then its push, then the flag cleared (`Release`).
+//!   After leaving the gate it reads `sleeping` (`Relaxed`) and unparks
+//!   the worker if set ([`Waker::wake_if_sleeping`]). Nothing is added to
+//!   the caller's path: no read-modify-write, no extra fence.
+//! - **Worker** ([`Waker::sleep`]). It sets `sleeping` (`Relaxed`), issues
+//!   a `SeqCst` fence, then [`look`]s at each source: the gate flag first
+//!   (`Acquire`), then the queue. Records queued: it goes back to work. A
+//!   flag set (a publisher inside the gate): it does not park, it yields
+//!   and looks again. Neither: it parks until unparked.
 //!
-//! The publisher's read is not ordered after its push, so a publisher
-//! racing with the worker falling asleep can miss the flag while the worker
-//! misses the record. The worker therefore looks again [`IDLE_RECHECK`]
-//! (1 ms) after setting the flag, and parks for at most [`IDLE_PARK`]
-//! (10 s) at a time. **Caveat:** this relies on something the memory model
-//! does not promise but every CPU we know provides: a store (the racing
-//! publisher's tail) becomes visible to other cores within a millisecond.
-//! If it ever did not, the record would be late by up to 10 s, never lost.
-//! Replacing it with a protocol that has a proof is the delivery issue's.
+//! **Why no wake-up is lost.** Take a publisher P and its fence `F_P`, and
+//! the worker's fence `F_W` before a look; the two are ordered in the
+//! single total order of `SeqCst` operations.
+//!
+//! - `F_P` before `F_W`: P's flag store precedes `F_P`, and the worker's
+//!   flag load follows `F_W`, so the load reads P's `true` or a later value,
+//!   P's clearing. Reading `true`, the worker does not park. Reading the
+//!   clearing (`Release`, read with `Acquire`), it sees P's push in the
+//!   queue, which P made before leaving, and does not park.
+//! - `F_W` before `F_P`: the worker's `sleeping = true` precedes `F_W`, and
+//!   P's load of `sleeping` follows `F_P`, so P reads `true` or a later
+//!   value. A later `false` is the worker's own, stored only after a look
+//!   that found work; its next sleep stores `true` again before a new fence,
+//!   to which the same two cases apply. So P unparks a worker that parks
+//!   after missing its record, and `unpark` before `park` is not lost (the
+//!   thread's token).
+//!
+//! A worker that found a flag set must not park: P may have read
+//! `sleeping` before the worker stored it. A new lane is counted in the
+//! registry (`Release`) before its producer's fence, so the worker's look
+//! at the count after its fence sees it in the first case. Flush and
+//! shutdown requesters, and publishers blocked under `Block`, unpark
+//! unconditionally. `loom/` model-checks this protocol (the code of
+//! `gate.rs` and of this file) and shows the earlier one, which had no
+//! look at the gate flags, losing a wake-up.
 
 use std::time::{Duration, Instant};
 
+use super::gate::{BusyFlag, SharedGate};
 use crate::sync::{fence, thread, AtomicBool, CacheLine, OnceLock, Ordering};
 
-/// How long an idle worker that just said it sleeps waits before it looks
-/// for work once more (see the module docs): a record missed in the race is
-/// late by at most this much.
-const IDLE_RECHECK: Duration = Duration::from_millis(1);
-
-/// After the second look the flag has long been visible, so every later
-/// publisher sees it and unparks the worker: it parks with this long a
-/// timeout, a safety net only (an idle worker wakes once per this period,
-/// however many subscriptions there are).
+/// An idle worker parks at most this long at a time: a safety net for its
+/// idle duties (forgetting finished lanes), not for wake-ups, which the
+/// protocol never loses. An idle worker wakes once per this period.
 const IDLE_PARK: Duration = Duration::from_secs(10);
+
+/// What a worker's look at its sources found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Work {
+    /// Nothing queued, no publisher inside the gate: it may park.
+    None,
+    /// A publisher is inside the gate: its record (or its look at
+    /// `sleeping`) is moments away; do not park.
+    Busy,
+    /// Something to do.
+    Ready,
+}
+
+impl Work {
+    /// `Ready` if `ready`, else `None`.
+    pub(crate) fn from(ready: bool) -> Work {
+        if ready {
+            Work::Ready
+        } else {
+            Work::None
+        }
+    }
+
+    /// The more urgent of the two.
+    pub(crate) fn or(self, other: Work) -> Work {
+        self.max(other)
+    }
+}
+
+/// One lane's look: its gate flag first (`Acquire`), then `queued`.
+pub(crate) fn look(flag: &BusyFlag, queued: impl FnOnce() -> bool) -> Work {
+    let busy = flag.is_set();
+    match (queued(), busy) {
+        (true, _) => Work::Ready,
+        (false, true) => Work::Busy,
+        (false, false) => Work::None,
+    }
+}
+
+/// The shared channel's look: its gate counter first, then `queued`.
+pub(crate) fn look_shared(gate: &SharedGate, queued: impl FnOnce() -> bool) -> Work {
+    let busy = gate.is_set();
+    match (queued(), busy) {
+        (true, _) => Work::Ready,
+        (false, true) => Work::Busy,
+        (false, false) => Work::None,
+    }
+}
 
 /// One worker's parking place.
 #[derive(Debug, Default)]
 pub(crate) struct Waker {
     /// Set by the worker before it parks, cleared when it goes back to
-    /// work; read by publishers after each push. On its own cache line:
-    /// read on every publish, written only when the worker sleeps or wakes.
+    /// work; read by publishers after they leave the gate. On its own cache
+    /// line: read on every publish, written only when the worker sleeps or
+    /// wakes.
     sleeping: CacheLine<AtomicBool>,
     /// The worker's thread, to unpark it; set once by the worker.
     thread: OnceLock<thread::Thread>,
@@ -54,10 +116,11 @@ impl Waker {
         let _ = self.thread.set(thread::current());
     }
 
-    /// Unparks the worker if it said it is going to sleep (a publisher,
-    /// after its push).
+    /// Unparks the worker if it said it is going to sleep: a publisher,
+    /// after it left the gate.
     pub(crate) fn wake_if_sleeping(&self) {
-        // Relaxed: see the module docs.
+        // Relaxed: ordered after the publisher's gate fence; see the module
+        // docs.
         if self.sleeping.load(Ordering::Relaxed) {
             self.wake();
         }
@@ -70,37 +133,32 @@ impl Waker {
         }
     }
 
-    /// The worker's side: parks until `has_work` says there is something to
-    /// do, or [`IDLE_PARK`] passed without a wake-up (the worker then does
-    /// its idle duties and comes back).
-    pub(crate) fn sleep(&self, mut has_work: impl FnMut() -> bool) {
+    /// The worker's side: returns once `look` finds work, or after
+    /// [`IDLE_PARK`] without a wake-up (the worker then does its idle
+    /// duties and comes back).
+    pub(crate) fn sleep(&self, mut look: impl FnMut() -> Work) {
         self.sleeping.store(true, Ordering::Relaxed);
-        // Our half of the store-then-load pattern: the flag store is
-        // ordered before our later loads of the queue. (The publisher's
-        // half has no fence; see the module docs.)
+        // The worker's fence: orders the flag store before the looks.
         fence(Ordering::SeqCst);
-        let flagged = Instant::now();
-        while !has_work() {
-            // A wake-up may come early (a stale unpark, or a spurious one):
-            // the second look must still come a full `IDLE_RECHECK` after
-            // the flag was set.
-            let since = flagged.elapsed();
-            if since < IDLE_RECHECK {
-                thread::park_timeout(IDLE_RECHECK - since);
-                continue;
-            }
-            let before = Instant::now();
-            thread::park_timeout(IDLE_PARK);
-            if before.elapsed() >= IDLE_PARK {
-                break;
+        loop {
+            match look() {
+                Work::Ready => break,
+                Work::Busy => thread::yield_now(),
+                Work::None => {
+                    let before = Instant::now();
+                    thread::park_timeout(IDLE_PARK);
+                    if before.elapsed() >= IDLE_PARK {
+                        break;
+                    }
+                }
             }
         }
-        // Relaxed: a hint for publishers; see the module docs.
+        // Relaxed: the next sleep stores `true` again before its fence.
         self.sleeping.store(false, Ordering::Relaxed);
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::sync::{Arc, AtomicBool as Flag};
@@ -115,7 +173,7 @@ mod tests {
             thread::spawn(move || {
                 waker.register();
                 registered_tx.send(()).unwrap();
-                waker.sleep(|| work.load(Ordering::SeqCst));
+                waker.sleep(|| Work::from(work.load(Ordering::SeqCst)));
             })
         };
         registered_rx.recv().unwrap();
@@ -123,5 +181,15 @@ mod tests {
         waker.wake();
         worker.join().unwrap();
         assert!(!waker.sleeping.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn a_look_finds_records_before_flags() {
+        let flag = BusyFlag::default();
+        assert_eq!(look(&flag, || false), Work::None);
+        flag.enter();
+        assert_eq!(look(&flag, || false), Work::Busy);
+        assert_eq!(look(&flag, || true), Work::Ready);
+        assert_eq!(Work::Busy.or(Work::None).or(Work::Ready), Work::Ready);
     }
 }

@@ -312,10 +312,14 @@ impl SubShared {
         self.queue.push_lane(lane, record, &self.counters, spill);
     }
 
-    /// Enters the gate and enqueues `record` through the shared channel.
+    /// Enters the gate, enqueues `record` through the shared channel,
+    /// leaves, and wakes the worker if it sleeps (`queue/waker.rs`).
     pub(crate) fn push_shared(&self, record: Arc<Record>) {
-        let _pass = self.queue.enter_shared();
-        self.queue.push_shared(record, &self.counters);
+        {
+            let _pass = self.queue.enter_shared();
+            self.queue.push_shared(record, &self.counters);
+        }
+        self.queue.waker.wake_if_sleeping();
     }
 }
 

@@ -18,7 +18,7 @@ use logbus_appenders::{AppendError, Appender, Operation, Record};
 pub(crate) use self::settle::DeadLetters;
 
 use crate::error::SubscribeError;
-use crate::queue::{Drain, Queue};
+use crate::queue::{Drain, Queue, Work};
 use crate::recycle::{HandBack, Pool};
 use crate::retry::{Breaker, RetryPolicy};
 use crate::stats::Counters;
@@ -206,7 +206,7 @@ impl Worker {
                 continue;
             }
             let shared = Arc::clone(&self.shared);
-            shared.queue.waker.sleep(|| self.has_work());
+            shared.queue.waker.sleep(|| self.look());
         }
         // Draining: no publisher can enqueue any more (the gate is closed),
         // so "empty" is final.
@@ -247,7 +247,7 @@ impl Worker {
     /// Looks for work a few times, spinning then yielding; true if found.
     fn spin_for_work(&mut self) -> bool {
         for round in 0..SPIN_ROUNDS {
-            if self.has_work() {
+            if self.look() == Work::Ready {
                 return true;
             }
             if round < SPIN_ROUNDS / 2 {
@@ -262,9 +262,11 @@ impl Worker {
     }
 
     /// Whether a control message, a queued record, a new lane or a drop
-    /// summary is waiting.
-    fn has_work(&self) -> bool {
-        !self.ctrl.is_empty() || self.drain.has_work(&self.shared.queue) || self.drops_to_report()
+    /// summary is waiting, or a publisher is inside the gate (see
+    /// `queue/waker.rs`).
+    fn look(&self) -> Work {
+        let urgent = !self.ctrl.is_empty() || self.drops_to_report();
+        Work::from(urgent).or(self.drain.look(&self.shared.queue))
     }
 
     /// Writes every record queued before the flush request (see

@@ -1,0 +1,61 @@
+//! Model checks of logbus' publish/remove gate and wake-up protocol, run
+//! with [loom](https://docs.rs/loom) on the code itself.
+//!
+//! loom cannot build the whole logbus crate (thread-locals, crossbeam), so
+//! this crate compiles the two files that hold the protocols,
+//! `src/queue/gate.rs` and `src/queue/waker.rs`, with `crate::sync` mapped
+//! to loom's atomics, fences and threads (the module below; logbus routes
+//! every primitive through its own `sync.rs` for this). What loom cannot
+//! model is mapped to its worst case: `park_timeout` is `park`, so a model
+//! passes only if no wake-up ever depends on a timeout. The lane is reduced
+//! to what the protocols read of it: a `tail` stored with `Release` and
+//! loaded with `Acquire`, as `src/queue/lane.rs` does.
+//!
+//! The models are in `models.rs`; `cargo test -p logbus-loom` runs them
+//! (under a minute on two cores). Each protocol also has a model of a
+//! broken variant that loom must reject, so that the models are known to
+//! be able to fail.
+
+/// logbus' `sync.rs`, on loom's primitives.
+pub(crate) mod sync {
+    pub(crate) use loom::hint::spin_loop;
+    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+    pub(crate) use std::sync::OnceLock;
+
+    /// Threads, with `park_timeout` taken at its worst: no timeout.
+    pub(crate) mod thread {
+        pub(crate) use loom::thread::{current, yield_now, Thread};
+
+        /// loom has no timed park: a wake-up that would come only from the
+        /// timeout never comes, and the model fails with a deadlock.
+        pub(crate) fn park_timeout(_timeout: std::time::Duration) {
+            loom::thread::park();
+        }
+    }
+
+    /// As in logbus' `sync.rs`.
+    #[derive(Debug, Default)]
+    #[repr(align(64))]
+    pub(crate) struct CacheLine<T>(pub(crate) T);
+
+    impl<T> std::ops::Deref for CacheLine<T> {
+        type Target = T;
+
+        fn deref(&self) -> &T {
+            &self.0
+        }
+    }
+}
+
+/// logbus' `src/queue/gate.rs`, unchanged.
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../src/queue/gate.rs"]
+pub(crate) mod gate;
+
+/// logbus' `src/queue/waker.rs`, unchanged.
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../src/queue/waker.rs"]
+pub(crate) mod waker;
+
+#[cfg(test)]
+mod models;
