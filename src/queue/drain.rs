@@ -1,36 +1,35 @@
 //! The drain: the worker's end of a subscription's queue. It takes batches
 //! from the queue's *sources* merged by `seq`, keeps the worker's copy of
-//! the lane list, and draws flush barriers.
+//! the lane list (forgetting the lanes of exited threads as it goes), and
+//! draws flush barriers.
 //!
 //! # Sources and the merge
 //!
 //! A [`Source`] is anything that holds records in `seq` order and can tell
-//! its oldest `seq` without giving the record up: today each lane (one
-//! thread's records); a journal's replay cursor can be one more. A k-way
-//! merge on the sources' oldest `seq` gives the appender the records of all
-//! threads in `seq` order, as one shared queue would: repeatedly take, from
-//! the source with the lowest oldest `seq`, the run of records below the
-//! next source's oldest `seq`.
-//!
-//! The shared channel is not a merge source yet (crossbeam cannot peek): a
-//! batch takes its records first and is then sorted by `seq`. A thread's
-//! records reach the channel only after its lane ones (at thread exit), and
-//! shared records are rare, so the sort is too.
+//! its oldest `seq` without giving the record up: each lane (one thread's
+//! records), the shared channel, and later a journal's replay cursor. A
+//! k-way merge on the sources' oldest `seq` gives the appender the records
+//! of all threads in `seq` order, as one shared queue would: repeatedly
+//! take, from the source with the lowest oldest `seq`, the run of records
+//! below the next source's oldest `seq`. A source's head can move under
+//! the merge (an evicting publisher); a take is limited by `seq`, so a
+//! moved head yields nothing and is read again, and a record never
+//! overtakes an older one that was queued when the merge looked.
 //!
 //! # Flush barriers
 //!
-//! A [`Barrier`] notes the channel's length and each lane's `tail` when the
-//! flush request is seen: everything enqueued before the request is below
-//! them (eviction only removes from the head), so taking until every head
-//! passes its mark writes everything the request must wait for.
+//! A [`Barrier`] notes each source's tail index when the flush request is
+//! seen: everything enqueued before the request is below it (eviction only
+//! removes from the head), so taking until every head passes its mark
+//! writes everything the request must wait for.
 
-use crossbeam_channel::Receiver;
 use logbus_appenders::Record;
 
 use super::lane::Lane;
+use super::shared::SharedChannel;
 use super::waker::{self, Work};
 use super::Queue;
-use crate::sync::{lock, Arc, Ordering};
+use crate::sync::{Arc, Ordering};
 
 /// Records in `seq` order that the drain merges with other sources.
 pub(crate) trait Source {
@@ -39,8 +38,7 @@ pub(crate) trait Source {
     fn peek_seq(&self) -> Option<u64>;
 
     /// Takes up to `max` of the oldest records whose `seq` is below `limit`
-    /// (at least one if the source is not empty, so that the merge always
-    /// progresses) into `out`; returns how many.
+    /// into `out`; returns how many (0 if the oldest is not below `limit`).
     fn take_below(&self, limit: u64, max: usize, out: &mut Vec<Arc<Record>>) -> usize;
 }
 
@@ -56,43 +54,40 @@ impl Source for Lane {
 
 /// The worker's end of a queue.
 pub(crate) struct Drain {
-    /// The shared channel's receiving end.
-    data: Receiver<Arc<Record>>,
-    /// The lanes this drain takes from: the queue's registry as of
-    /// `lanes_seen` registrations, minus the finished ones it forgot.
+    /// The lanes this drain takes from: the queue's registry as of version
+    /// `lanes_seen`.
     lanes: Vec<Arc<Lane>>,
     lanes_seen: usize,
-    /// Scratch for the merge: each lane's oldest `seq`.
+    /// Scratch for the merge: each source's oldest `seq`.
     heads: Vec<Option<u64>>,
 }
 
 /// What a flush must wait for: see the module docs.
 pub(crate) struct Barrier {
-    /// Records of the shared channel still to take.
-    pending: usize,
+    /// The shared channel's tail index at the request.
+    shared: usize,
     /// Each lane and the `tail` it had at the request.
     marks: Vec<(Arc<Lane>, usize)>,
 }
 
 impl Barrier {
-    fn reached(&self) -> bool {
-        self.pending == 0 && self.marks.iter().all(|(lane, mark)| lane.head() >= *mark)
+    fn reached(&self, shared: &SharedChannel) -> bool {
+        shared.head() >= self.shared && self.marks.iter().all(|(lane, mark)| lane.head() >= *mark)
     }
 }
 
 impl Drain {
-    pub(crate) fn new(data: Receiver<Arc<Record>>) -> Drain {
+    pub(crate) fn new() -> Drain {
         Drain {
-            data,
             lanes: Vec::new(),
-            lanes_seen: 0,
+            lanes_seen: usize::MAX,
             heads: Vec::new(),
         }
     }
 
-    /// Takes queued records into `batch` until it holds `max`, from the
-    /// shared channel and then from the lanes merged in `seq` order;
-    /// returns how many it added. Their bytes leave the byte budget.
+    /// Takes queued records into `batch` until it holds `max`, from every
+    /// source merged in `seq` order; returns how many it added. Their bytes
+    /// leave the byte budget. Forgets the lanes it finds finished.
     pub(crate) fn take_batch(
         &mut self,
         queue: &Queue,
@@ -101,44 +96,52 @@ impl Drain {
     ) -> usize {
         self.refresh(queue);
         let before = batch.len();
-        self.fill_from_shared(batch, max);
-        let shared = batch.len() - before;
-        self.take_lanes_after_shared(queue, batch, before, shared, max)
+        merge(&self.lanes, &queue.shared, &mut self.heads, batch, max);
+        for record in &batch[before..] {
+            queue.release_bytes(record);
+        }
+        self.forget_finished(queue);
+        batch.len() - before
     }
 
     /// The worker's look before it parks (`waker.rs`): each source's gate
     /// first, then its records; and new lanes.
     pub(crate) fn look(&self, queue: &Queue) -> Work {
-        // Acquire: pairs with `new_lane`'s Release increment.
-        if queue.registry.added.load(Ordering::Acquire) != self.lanes_seen {
+        // Acquire: pairs with `Registry::change`.
+        if queue.registry.version.load(Ordering::Acquire) != self.lanes_seen {
             return Work::Ready;
         }
-        let shared = waker::look_shared(&queue.gate, || !self.data.is_empty());
+        let shared = waker::look_shared(&queue.gate, || queue.shared.len() > 0);
         self.lanes.iter().fold(shared, |work, lane| {
             work.or(waker::look(lane.busy(), || lane.len() > 0))
         })
     }
 
-    /// Forgets lanes whose publisher is gone and which are drained.
+    /// Forgets lanes whose publisher is gone and which are drained: the
+    /// lanes of exited threads, which would otherwise pile up (and be
+    /// scanned by every take) while the worker is busy.
     pub(crate) fn forget_finished(&mut self, queue: &Queue) {
         if !self.lanes.iter().any(|lane| lane.is_finished()) {
             return;
         }
-        let mut registry = lock(&queue.registry.lanes);
-        registry.retain(|lane| !lane.is_finished());
-        self.lanes.clone_from(&registry);
+        let version = queue
+            .registry
+            .change(|lanes| lanes.retain(|lane| !lane.is_finished()));
+        // The change bumped the version; anything registered meanwhile is in
+        // the list, which we copy whole.
+        self.lanes_seen = queue.registry.copy(&mut self.lanes).max(version);
     }
 
     /// Notes what a flush requested now must wait for.
     pub(crate) fn barrier(&mut self, queue: &Queue) -> Barrier {
-        let pending = self.data.len();
+        let shared = queue.shared.tail();
         self.refresh(queue);
         let marks = self
             .lanes
             .iter()
             .map(|lane| (Arc::clone(lane), lane.tail()))
             .collect();
-        Barrier { pending, marks }
+        Barrier { shared, marks }
     }
 
     /// Takes the next records towards `barrier` into `batch` (up to `max`),
@@ -148,88 +151,42 @@ impl Drain {
     /// for was evicted meanwhile.
     pub(crate) fn take_towards(
         &mut self,
-        barrier: &mut Barrier,
+        barrier: &Barrier,
         queue: &Queue,
         batch: &mut Vec<Arc<Record>>,
         max: usize,
     ) -> usize {
-        if barrier.reached() {
+        if barrier.reached(&queue.shared) {
             return 0;
         }
-        let before = batch.len();
-        self.fill_from_shared(batch, before + barrier.pending.min(max - before));
-        let shared = batch.len() - before;
-        // None taken: the rest of what was pending was evicted.
-        barrier.pending = match shared {
-            0 => 0,
-            taken => barrier.pending - taken,
-        };
-        self.take_lanes_after_shared(queue, batch, before, shared, max)
+        self.take_batch(queue, batch, max)
     }
 
-    /// Gives back the bytes of the records taken since `before`; returns
-    /// how many those are.
-    fn released(queue: &Queue, batch: &[Arc<Record>], before: usize) -> usize {
-        for record in &batch[before..] {
-            queue.release_bytes(record);
-        }
-        batch.len() - before
-    }
-
-    /// Picks up lanes registered since we last looked.
+    /// Picks up lanes registered (or forgotten) since we last looked.
     fn refresh(&mut self, queue: &Queue) {
-        // Acquire: pairs with `new_lane`'s Release increment.
-        let added = queue.registry.added.load(Ordering::Acquire);
-        if added != self.lanes_seen {
-            self.lanes_seen = added;
-            self.lanes.clone_from(&lock(&queue.registry.lanes));
+        // Acquire: pairs with `Registry::change`.
+        if queue.registry.version.load(Ordering::Acquire) != self.lanes_seen {
+            self.lanes_seen = queue.registry.copy(&mut self.lanes);
         }
-    }
-
-    /// Takes from the shared channel until `batch` holds `max`.
-    fn fill_from_shared(&mut self, batch: &mut Vec<Arc<Record>>, max: usize) {
-        while batch.len() < max {
-            match self.data.try_recv() {
-                Ok(record) => batch.push(record),
-                Err(_) => break,
-            }
-        }
-    }
-
-    /// Takes from the lanes after `shared` records were just added to the
-    /// batch from the shared channel, keeping the batch in `seq` order (see
-    /// the module docs).
-    /// Returns how many records were added since `start`, whose bytes it
-    /// gives back.
-    fn take_lanes_after_shared(
-        &mut self,
-        queue: &Queue,
-        batch: &mut Vec<Arc<Record>>,
-        start: usize,
-        shared: usize,
-        max: usize,
-    ) -> usize {
-        let before = batch.len();
-        merge(&self.lanes, &mut self.heads, batch, max);
-        // Release before sorting: the sort may move an earlier round's
-        // records (linger) into `batch[start..]`.
-        let taken = Self::released(queue, batch, start);
-        if shared > 0 && batch.len() > before {
-            batch.sort_by_key(|record| record.seq());
-        }
-        taken
     }
 }
 
-/// Fills `batch` up to `max` from `sources`, merged in `seq` order (see the
-/// module docs). `heads` is scratch space.
-fn merge<S: Source>(
-    sources: &[Arc<S>],
+/// Fills `batch` up to `max` from the lanes and the shared channel, merged
+/// in `seq` order (see the module docs). `heads` is scratch space.
+fn merge(
+    lanes: &[Arc<Lane>],
+    shared: &SharedChannel,
     heads: &mut Vec<Option<u64>>,
     batch: &mut Vec<Arc<Record>>,
     max: usize,
 ) {
-    if let [only] = sources {
+    let source = |i: usize| -> &dyn Source {
+        match lanes.get(i) {
+            Some(lane) => &**lane,
+            None => shared,
+        }
+    };
+    if let ([only], 0) = (lanes, shared.len()) {
         only.take_below(u64::MAX, max.saturating_sub(batch.len()), batch);
         return;
     }
@@ -238,7 +195,7 @@ fn merge<S: Source>(
     // evicted, which only makes our value a harmless underestimate).
     // Sources that were empty wait for the next batch.
     heads.clear();
-    heads.extend(sources.iter().map(|s| s.peek_seq()));
+    heads.extend((0..=lanes.len()).map(|i| source(i).peek_seq()));
     while batch.len() < max {
         let mut lowest: Option<(usize, u64)> = None;
         let mut next = u64::MAX;
@@ -255,16 +212,14 @@ fn merge<S: Source>(
             }
         }
         let Some((i, low)) = lowest else { break };
-        // Our value may be stale: the producer may have evicted the records
-        // we saw. Look again before taking, so that the source's real oldest
-        // record does not overtake another source's.
-        let now = sources[i].peek_seq();
-        if now != Some(low) {
-            heads[i] = now;
-            continue;
+        // Our value may be stale: a publisher may have evicted the records
+        // we saw. Look again before taking, so that the source's real
+        // oldest record does not overtake another source's.
+        let now = source(i).peek_seq();
+        if now == Some(low) {
+            source(i).take_below(next, max - batch.len(), batch);
         }
-        sources[i].take_below(next, max - batch.len(), batch);
-        heads[i] = sources[i].peek_seq();
+        heads[i] = source(i).peek_seq();
     }
 }
 
@@ -274,6 +229,7 @@ mod tests {
     use crate::queue::budget::Budget;
     use crate::queue::OverflowPolicy;
     use crate::stats::Counters;
+    use crate::sync::lock;
     use logbus_appenders::{Level, Topic};
 
     fn record(seq: u64) -> Arc<Record> {
@@ -303,10 +259,10 @@ mod tests {
         let mut batch = Vec::new();
         assert_eq!(drain.look(&queue), Work::Ready);
         assert_eq!(drain.take_batch(&queue, &mut batch, 5), 5);
-        assert_eq!(seqs(&batch), [0, 1, 2, 3, 6]);
+        assert_eq!(seqs(&batch), [0, 1, 2, 3, 4]);
         batch.clear();
         drain.take_batch(&queue, &mut batch, 100);
-        assert_eq!(seqs(&batch), [4, 5, 7, 8]);
+        assert_eq!(seqs(&batch), [5, 6, 7, 8]);
         assert_eq!(drain.look(&queue), Work::None);
         a.busy().enter();
         assert_eq!(drain.look(&queue), Work::Busy);
@@ -320,17 +276,17 @@ mod tests {
         for seq in 0..10 {
             queue.push_lane(&mut lane, record(seq), &counters, drop);
         }
-        let mut barrier = drain.barrier(&queue);
+        let barrier = drain.barrier(&queue);
         queue.push_lane(&mut lane, record(10), &counters, drop);
         let mut written = Vec::new();
         let mut batch = Vec::new();
-        while drain.take_towards(&mut barrier, &queue, &mut batch, 4) > 0 {
+        while drain.take_towards(&barrier, &queue, &mut batch, 4) > 0 {
             written.extend(seqs(&batch));
             batch.clear();
         }
         // Rounds of 4: the third round brings the later record along.
         assert_eq!(written, (0..=10).collect::<Vec<_>>());
-        assert_eq!(drain.take_towards(&mut barrier, &queue, &mut batch, 4), 0);
+        assert_eq!(drain.take_towards(&barrier, &queue, &mut batch, 4), 0);
     }
 
     #[test]
@@ -342,16 +298,18 @@ mod tests {
         drop(lane);
         let mut batch = Vec::new();
         drain.forget_finished(&queue);
+        assert_eq!(lock(&queue.registry.lanes).len(), 1, "not drained yet");
+        // The take that drains it forgets it, busy or not.
         drain.take_batch(&queue, &mut batch, 8);
-        assert_eq!(lock(&queue.registry.lanes).len(), 1);
-        drain.forget_finished(&queue);
         assert_eq!(lock(&queue.registry.lanes).len(), 0);
         assert_eq!(queue.len(), 0);
     }
 
     /// A linger round that takes a shared record older than the batch's
-    /// first: the sort must not make the drain give back the wrong bytes
-    /// (found in review: the budget then leaked or wrapped).
+    /// first gives back exactly the bytes it took (a review found an earlier
+    /// drain, which sorted the batch, giving back the wrong records' bytes).
+    /// The record comes after the round before it: it was not queued when
+    /// that round looked.
     #[test]
     fn linger_rounds_give_back_exactly_the_bytes_they_took() {
         let (queue, mut drain) = Queue::new(64, Some(1 << 20), OverflowPolicy::DropNewest);
@@ -370,7 +328,7 @@ mod tests {
         }
         queue.push_lane(&mut lane, record(11), &counters, drop);
         assert_eq!(drain.take_batch(&queue, &mut batch, 512), 2);
-        assert_eq!(seqs(&batch), [5, 10, 11]);
+        assert_eq!(seqs(&batch), [10, 5, 11]);
         assert_eq!(queue.bytes.as_ref().map(Budget::used), Some(0));
     }
 }

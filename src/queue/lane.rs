@@ -127,6 +127,8 @@ impl Lane {
             tail: 0,
             head_seen: 0,
             places: 0,
+            peers: Vec::new(),
+            peers_version: usize::MAX,
         };
         (lane, producer)
     }
@@ -161,14 +163,56 @@ impl Lane {
     }
 
     /// The `seq` of the oldest record, if any. A hint: the record may be
-    /// taken or evicted meanwhile.
+    /// taken or evicted meanwhile; but the `seq` is that record's, never
+    /// that of a record that overwrote its slot.
     pub(crate) fn peek_seq(&self) -> Option<u64> {
+        let mut head = self.head.load(Ordering::Acquire);
+        loop {
+            // Acquire: the slot below `tail` is filled.
+            if head >= self.tail.load(Ordering::Acquire) {
+                return None;
+            }
+            // Acquire: pairs with the producer's Release store of the seq.
+            // The producer overwrites a slot only after it saw `head` move
+            // past the slot's record (Acquire on `head`), so if we read an
+            // overwriting seq, our reread of `head` below sees it moved.
+            let seq = self.slots[head & self.mask].seq.load(Ordering::Acquire);
+            let now = self.head.load(Ordering::Acquire);
+            if now == head {
+                return Some(seq);
+            }
+            head = now;
+        }
+    }
+
+    /// Takes the oldest record out if its `seq` is below `limit`, for a
+    /// publisher evicting the queue's oldest record (drop-oldest, from any
+    /// thread's lane): its place in the budget passes to the evictor, which
+    /// pushes into it. `None` if the lane is empty, its oldest record is not
+    /// below `limit`, or another party took it first.
+    pub(crate) fn evict_head_below(&self, limit: u64) -> Option<Arc<Record>> {
         let head = self.head.load(Ordering::Acquire);
-        // Acquire: the slot below `tail` is filled.
+        // Acquire: pairs with the producer's `Release` store of `tail`, so
+        // the slot is filled.
         if head >= self.tail.load(Ordering::Acquire) {
             return None;
         }
-        Some(self.slots[head & self.mask].seq.load(Ordering::Relaxed))
+        let slot = &self.slots[head & self.mask];
+        // Acquire, as in `peek_seq`; a stale or overwritten reading fails
+        // the CAS below, since the slot is overwritten only after `head`
+        // moved.
+        if slot.seq.load(Ordering::Acquire) >= limit {
+            return None;
+        }
+        let record = slot.record.load(Ordering::Relaxed);
+        // AcqRel: as in `take_below`.
+        self.head
+            .compare_exchange(head, head + 1, Ordering::AcqRel, Ordering::Acquire)
+            .ok()?;
+        // SAFETY: the pointer came from `Arc::into_raw` in `try_push`, and
+        // our CAS moved `head` past its index, which makes us its only
+        // owner (module docs).
+        Some(unsafe { Arc::from_raw(record) })
     }
 
     /// Takes up to `max` of the oldest records into `out` (the worker's
@@ -179,8 +223,8 @@ impl Lane {
     }
 
     /// Takes up to `max` of the oldest records whose `seq` is below `limit`
-    /// (at least one if the lane is not empty, so that the caller always
-    /// progresses) into `out`; returns how many.
+    /// into `out`; returns how many (0 if the oldest is not below `limit`:
+    /// the merge then reads the lane's head again, which has moved).
     pub(crate) fn take_below(&self, limit: u64, max: usize, out: &mut Vec<Arc<Record>>) -> usize {
         let mut run = [ptr::null_mut::<Record>(); TAKE_RUN];
         let mut taken = 0;
@@ -193,10 +237,9 @@ impl Lane {
             let mut n = 0;
             while n < available {
                 let slot = &self.slots[(head + n) & self.mask];
-                // Relaxed: ordered after the `Acquire` load of `tail`. If the
-                // producer overwrites the slot meanwhile, `head` moved and
-                // the CAS below fails.
-                if (taken > 0 || n > 0) && slot.seq.load(Ordering::Relaxed) >= limit {
+                // Acquire, as in `peek_seq`. If the producer overwrites the
+                // slot meanwhile, `head` moved and the CAS below fails.
+                if slot.seq.load(Ordering::Acquire) >= limit {
                     break;
                 }
                 run[n] = slot.record.load(Ordering::Relaxed);
@@ -262,6 +305,14 @@ pub(crate) struct LaneProducer {
     head_seen: usize,
     /// Places reserved from the budget and not used yet.
     places: usize,
+    /// The queue's lanes as this producer last saw them, for evicting the
+    /// queue's oldest record (`Queue::take_oldest`), and the registry
+    /// version they are from. Kept while the producer keeps evicting, so
+    /// that a flood does not lock the registry per record; emptied after
+    /// the next push that needs no eviction, so that it does not keep
+    /// finished lanes alive.
+    pub(super) peers: Vec<Arc<Lane>>,
+    pub(super) peers_version: usize,
 }
 
 impl LaneProducer {
@@ -283,8 +334,9 @@ impl LaneProducer {
             }
         }
         let slot = &lane.slots[self.tail & lane.mask];
-        // Relaxed: both published by the `Release` store of `tail` below.
-        slot.seq.store(record.seq(), Ordering::Relaxed);
+        // Release: for `peek_seq`'s reread of `head` (see there); both
+        // stores are published to takers by the `Release` store of `tail`.
+        slot.seq.store(record.seq(), Ordering::Release);
         slot.record
             .store(Arc::into_raw(record).cast_mut(), Ordering::Relaxed);
         self.tail += 1;
@@ -293,39 +345,15 @@ impl LaneProducer {
         Ok(())
     }
 
+    /// Takes over the place of a record this producer evicted from another
+    /// lane (or from its own with [`Lane::evict_head_below`]).
+    pub(crate) fn adopt_place(&mut self) {
+        self.places += 1;
+    }
+
     /// This producer's gate flag (see `gate.rs`).
     pub(crate) fn busy(&self) -> &BusyFlag {
         &self.lane.busy
-    }
-
-    /// Takes the oldest record out of the lane (drop-oldest), or `None` if
-    /// the worker took everything meanwhile.
-    pub(crate) fn evict_oldest(&mut self) -> Option<Arc<Record>> {
-        let lane = &*self.lane;
-        loop {
-            let head = lane.head.load(Ordering::Acquire);
-            if head >= self.tail {
-                self.head_seen = head;
-                return None;
-            }
-            if lane
-                .head
-                .compare_exchange(head, head + 1, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                self.head_seen = head + 1;
-                self.places += 1; // the evicted record's place is ours now
-                                  // Relaxed: we wrote this slot ourselves and have not
-                                  // overwritten it (that needs `head` past it, which only we
-                                  // just did).
-                let record = lane.slots[head & lane.mask].record.load(Ordering::Relaxed);
-                // SAFETY: the pointer came from `Arc::into_raw` in
-                // `try_push`, and our CAS made us its only owner.
-                return Some(unsafe { Arc::from_raw(record) });
-            }
-            // The worker took some: look again (at most `capacity` times,
-            // since `head` only grows towards our `tail`).
-        }
     }
 }
 
@@ -350,6 +378,14 @@ mod tests {
                 .seq(seq)
                 .build(),
         )
+    }
+
+    /// A producer evicting its own oldest record, as `Queue::take_oldest`
+    /// does when that record is the queue's oldest.
+    fn evict(producer: &mut LaneProducer, lane: &Lane) -> Option<u64> {
+        let oldest = lane.evict_head_below(u64::MAX)?;
+        producer.adopt_place();
+        Some(oldest.seq())
     }
 
     fn seqs(records: &[Arc<Record>]) -> Vec<u64> {
@@ -389,7 +425,7 @@ mod tests {
         // Taking gives places back; evicting keeps the place in the lane.
         let mut out = Vec::new();
         assert_eq!(a.take(2, &mut out), 2);
-        assert_eq!(pa.evict_oldest().map(|r| r.seq()), Some(2));
+        assert_eq!(evict(&mut pa, &a), Some(2));
         pa.try_push(record(6)).unwrap();
         pb.try_push(record(7)).unwrap();
         pb.try_push(record(8)).unwrap();
@@ -404,12 +440,12 @@ mod tests {
         let (lane, mut p) = Lane::create(2, Arc::new(Budget::new(2)));
         p.try_push(record(0)).unwrap();
         p.try_push(record(1)).unwrap();
-        assert_eq!(p.evict_oldest().map(|r| r.seq()), Some(0));
+        assert_eq!(evict(&mut p, &lane), Some(0));
         p.try_push(record(2)).unwrap();
         let mut out = Vec::new();
         lane.take(10, &mut out);
         assert_eq!(seqs(&out), [1, 2]);
-        assert!(p.evict_oldest().is_none());
+        assert!(evict(&mut p, &lane).is_none());
     }
 
     #[test]
@@ -430,6 +466,7 @@ mod tests {
     fn concurrent_push_evict_take_accounts_every_record() {
         let total: u64 = if cfg!(miri) { 300 } else { 200_000 };
         let (lane, mut p) = Lane::create(8, Arc::new(Budget::new(8)));
+        let own = Arc::clone(&lane);
         let producer = crate::sync::thread::spawn(move || {
             let mut evicted = Vec::new();
             for i in 0..total {
@@ -439,8 +476,8 @@ mod tests {
                         Ok(()) => break,
                         Err(back) => {
                             r = back;
-                            if let Some(old) = p.evict_oldest() {
-                                evicted.push(old.seq());
+                            if let Some(old) = evict(&mut p, &own) {
+                                evicted.push(old);
                             }
                         }
                     }

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `mod.rs` | [`Queue`], [`OverflowPolicy`]: the policy that decides, over any end that says "full" |
 //! | `lane.rs` | one single-producer ring per (publishing thread, subscription): the caller's fast path |
-//! | `shared.rs` | the bounded crossbeam channel for pushes without a lane |
+//! | `shared.rs` | the channel for pushes without a lane, one more merge source |
 //! | `budget.rs` | the bounds, in records and in bytes, as one kind of budget |
 //! | `gate.rs` | the publish/remove gate every push passes |
 //! | `waker.rs` | the worker's parking place and the wake-up protocol |
@@ -17,31 +17,38 @@
 //! channel. An end only says whether the record fit; [`OverflowPolicy`]
 //! decides what happens when it did not. Under `DropOldest` the publisher
 //!
-//! 1. takes the oldest record out of the end (for a lane, with a CAS on
-//!    its `head` against the worker's; for the channel, `try_recv` on a
-//!    receiver clone, crossbeam issue #400);
+//! 1. takes the queue's oldest record out: the lowest `seq` among the heads
+//!    of every lane and of the shared channel, whichever thread published
+//!    it (`Queue::take_oldest`), so a noisy thread cannot silence a quiet
+//!    one. The head is taken with a CAS on the lane's `head` (or under the
+//!    channel's lock) and only if it is still below the other heads it
+//!    read; its place in the budget passes to the evictor;
 //! 2. counts it as dropped;
-//! 3. retries its push, at most [`EVICT_ATTEMPTS`] times.
+//! 3. retries its push, into the place it now holds.
 //!
 //! Races:
 //!
-//! - The worker may take the oldest record first: the eviction then gets
-//!   the next one, or nothing. Either way one party owns each record (the
-//!   CAS on a lane's head, crossbeam handing each message to one receiver),
-//!   so a record is written by the worker *or* counted by exactly one
-//!   evicting publisher, never both.
-//! - Another publisher may fill the place we freed (shared channel). We
-//!   evict again; after `EVICT_ATTEMPTS` lost races we count the *new*
-//!   record as dropped instead, so the caller's time stays bounded.
+//! - The worker or another evictor may take the oldest record first: the
+//!   CAS fails and the publisher scans again ([`SCAN_ATTEMPTS`] times). One
+//!   party owns each record (whoever's CAS moves a head past it), so a
+//!   record is written by the worker *or* counted by exactly one evicting
+//!   publisher, never both.
+//! - If the queue drained meanwhile, the eviction finds nothing and the
+//!   count is taken back; the retry then finds room. After
+//!   [`EVICT_ATTEMPTS`] failed pushes the *new* record is counted as dropped
+//!   instead, so the caller's time stays bounded.
 //! - Between taking a record out and counting it, the record would be
 //!   neither queued nor counted; so we count first and take the count back
 //!   if there was nothing to take. A reader can therefore over-count
 //!   `dropped` by one for an instant, never under-count it.
-//! - Order is preserved: ends only remove from the head and append at the
-//!   tail, so eviction leaves gaps, never reorderings.
+//! - Order is preserved: sources only lose records at the head and gain
+//!   them at the tail, so eviction leaves gaps, never reorderings. A record
+//!   whose `seq` was taken before the scan but that is pushed after it can
+//!   be older than what was evicted: the oldest *queued* record goes.
 //!
-//! Today a lane's producer evicts from its *own* lane: if other threads
-//! hold every place of the subscription, its new record is the one dropped.
+//! The byte bound is a second budget: drop-oldest evicts the queue's oldest
+//! records until the new one fits, the blocking policies wait for room as
+//! they do for a place, drop-newest refuses the new record.
 //!
 //! Control messages (flush, shutdown) never travel through the queue (they
 //! have their own channel, see `subscription`), so eviction cannot lose
@@ -64,12 +71,13 @@ pub(crate) use self::lane::LaneProducer;
 pub(crate) use self::waker::Work;
 
 use self::budget::Budget;
+use self::drain::Source;
 use self::gate::SharedGate;
 use self::lane::Lane;
 use self::shared::SharedChannel;
 use self::waker::Waker;
 use crate::stats::Counters;
-use crate::sync::{lock, thread, Arc, AtomicUsize, Mutex, Ordering};
+use crate::sync::{lock, spin_loop, thread, Arc, AtomicUsize, Mutex, Ordering};
 
 /// The default queue capacity, in records.
 ///
@@ -103,7 +111,8 @@ pub const MAX_CAPACITY: usize = 1 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum OverflowPolicy {
-    /// Evict the oldest queued record to make room for the new one.
+    /// Evict the oldest queued record (the lowest `seq`, whichever thread
+    /// published it) to make room for the new one.
     #[default]
     DropOldest,
     /// Discard the new record.
@@ -119,8 +128,13 @@ pub enum OverflowPolicy {
 /// us for the freed slot; 4 keeps the worst case to a few hundred ns.
 const EVICT_ATTEMPTS: usize = 4;
 
-/// How long a publisher blocked on a full lane sleeps between looks.
+/// How long a publisher blocked on a full queue sleeps between looks.
 const BLOCK_NAP: Duration = Duration::from_micros(50);
+
+/// How many times a drop-oldest publisher scans the sources' heads for the
+/// oldest record before it gives up (each failed scan means another party
+/// took a record meanwhile, so the queue made room anyway).
+const SCAN_ATTEMPTS: usize = 8;
 
 /// A subscription's bounded queue of shared records: the lanes, the shared
 /// channel, their bounds, the gate and the worker's waker.
@@ -141,14 +155,35 @@ pub(crate) struct Queue {
 
 /// Every live lane into the subscription, one per publishing thread. The
 /// lock is taken when a thread publishes to the subscription for the first
-/// time, when the drain notices a new lane (by `added`) or forgets a
-/// finished one, by stats readers and by removers.
+/// time, when the drain notices a change (by `version`) or forgets a
+/// finished lane, when a drop-oldest publisher refreshes its copy, by
+/// stats readers and by removers.
 #[derive(Default)]
 struct Registry {
     lanes: Mutex<Vec<Arc<Lane>>>,
-    /// Bumped (Release) after each lane is registered; the drain compares
-    /// it with the count it last saw (Acquire) to refresh its list.
-    added: AtomicUsize,
+    /// Bumped (Release) after each change of `lanes`; readers compare it
+    /// with the version they copied (Acquire) to refresh their copy.
+    version: AtomicUsize,
+}
+
+impl Registry {
+    /// The lanes, and the version they are from.
+    fn copy(&self, into: &mut Vec<Arc<Lane>>) -> usize {
+        let lanes = lock(&self.lanes);
+        // Relaxed under the lock: every change bumps it under the lock too.
+        let version = self.version.load(Ordering::Relaxed);
+        into.clone_from(&lanes);
+        version
+    }
+
+    /// Changes the list under the lock and bumps the version.
+    fn change(&self, change: impl FnOnce(&mut Vec<Arc<Lane>>)) -> usize {
+        let mut lanes = lock(&self.lanes);
+        change(&mut lanes);
+        // Release: the change happens before a reader that sees the new
+        // version locks the list.
+        self.version.fetch_add(1, Ordering::Release) + 1
+    }
 }
 
 impl Queue {
@@ -159,18 +194,18 @@ impl Queue {
         max_bytes: Option<usize>,
         policy: OverflowPolicy,
     ) -> (Queue, Drain) {
-        let (shared, rx) = SharedChannel::new(capacity);
+        let records = Arc::new(Budget::new(capacity));
         let queue = Queue {
             policy,
             capacity,
-            records: Arc::new(Budget::new(capacity)),
+            shared: SharedChannel::new(Arc::clone(&records)),
+            records,
             bytes: max_bytes.map(Budget::new),
-            shared,
             registry: Registry::default(),
             gate: SharedGate::default(),
             waker: Waker::default(),
         };
-        (queue, Drain::new(rx))
+        (queue, Drain::new())
     }
 
     /// Records queued now, in the channel and every lane.
@@ -182,10 +217,7 @@ impl Queue {
     /// A new lane into this queue for the calling thread.
     pub(crate) fn new_lane(&self) -> LaneProducer {
         let (lane, producer) = Lane::create(self.capacity, Arc::clone(&self.records));
-        lock(&self.registry.lanes).push(lane);
-        // Release: the registration above happens before a drain that sees
-        // the new count locks the list.
-        self.registry.added.fetch_add(1, Ordering::Release);
+        self.registry.change(|lanes| lanes.push(lane));
         producer
     }
 
@@ -204,10 +236,10 @@ impl Queue {
 
     /// Enqueues `record` into the publisher's own lane (inside its gate)
     /// under the overflow policy; the publisher wakes the worker after it
-    /// left the gate (`waker.rs`). Every
-    /// record handed in ends up in the lane or counted in
-    /// `counters.dropped`; the records dropped (the new one, or the evicted
-    /// oldest) go to `spill`, for the publisher to reuse.
+    /// left the gate (`waker.rs`). Every record handed in ends up in the
+    /// queue or counted in `counters.dropped`; the records dropped (the new
+    /// one, or the evicted oldest) go to `spill`, for the publisher to
+    /// reuse.
     pub(crate) fn push_lane(
         &self,
         lane: &mut LaneProducer,
@@ -215,14 +247,31 @@ impl Queue {
         counters: &Counters,
         mut spill: impl FnMut(Arc<Record>),
     ) {
-        self.push_into(&mut LaneEnd(lane), record, counters, &mut spill);
+        let mut end = LaneEnd {
+            producer: lane,
+            evicted: false,
+        };
+        self.push_into(&mut end, record, counters, &mut spill);
+        if !end.evicted && !end.producer.peers.is_empty() {
+            // The flood is over for this thread: let go of the lanes.
+            end.producer.peers.clear();
+            end.producer.peers_version = usize::MAX;
+        }
     }
 
     /// Enqueues `record` through the shared channel (inside a
     /// [`SharedPass`]) under the overflow policy; the pusher wakes the
     /// worker after it left the gate.
     pub(crate) fn push_shared(&self, record: Arc<Record>, counters: &Counters) {
-        self.push_into(&mut SharedEnd(&self.shared), record, counters, &mut drop);
+        let mut end = SharedEnd {
+            channel: &self.shared,
+            holds: false,
+        };
+        self.push_into(&mut end, record, counters, &mut drop);
+        if end.holds {
+            // An evicted record's place we did not use after all.
+            self.records.release(1);
+        }
     }
 
     /// The overflow policy, over any end.
@@ -233,7 +282,11 @@ impl Queue {
         counters: &Counters,
         spill: &mut impl FnMut(Arc<Record>),
     ) {
-        if !self.reserve_bytes(end, &record, counters, spill) {
+        let deadline = match self.policy {
+            OverflowPolicy::BlockTimeout(timeout) => Instant::now().checked_add(timeout),
+            _ => None,
+        };
+        if !self.reserve_bytes(end, &record, deadline, counters, spill) {
             spill(record);
             return;
         }
@@ -245,9 +298,10 @@ impl Queue {
                         Ok(()) => return,
                         Err(r) => {
                             record = r;
-                            // Retrying succeeds unless another publisher
-                            // takes the place we freed.
-                            if let Some(oldest) = self.evict(counters, || end.evict_oldest()) {
+                            // The oldest record's place passes to us: the
+                            // retry succeeds, unless the queue was drained
+                            // meanwhile and another publisher took the place.
+                            if let Some(oldest) = self.evict(counters, || end.evict_oldest(self)) {
                                 spill(oldest);
                             }
                         }
@@ -259,13 +313,8 @@ impl Queue {
                 Ok(()) => return,
                 Err(r) => r,
             },
-            OverflowPolicy::Block => match end.push_waiting(record, None, self) {
-                Ok(()) => return,
-                Err(r) => r,
-            },
-            OverflowPolicy::BlockTimeout(timeout) => {
-                let deadline = Instant::now().checked_add(timeout);
-                match end.push_waiting(record, deadline, self) {
+            OverflowPolicy::Block | OverflowPolicy::BlockTimeout(_) => {
+                match self.wait_for(deadline, record, |r| end.try_push(r)) {
                     Ok(()) => return,
                     Err(r) => r,
                 }
@@ -275,33 +324,31 @@ impl Queue {
         spill(refused);
     }
 
-    /// Waits for room in a full lane (the blocking policies), until
-    /// `deadline` if there is one, waking the worker; hands the record back
-    /// if the deadline passed.
-    fn wait_for_room(
+    /// Retries `attempt` with `value` (the blocking policies) until it
+    /// succeeds or `deadline` passes (never, if `None`), waking the worker,
+    /// which frees room a batch at a time: a short spin usually suffices;
+    /// past that the caller sleeps briefly rather than spin on a core the
+    /// worker may need. Hands `value` back after the deadline.
+    fn wait_for<T>(
         &self,
-        lane: &mut LaneProducer,
-        record: Arc<Record>,
         deadline: Option<Instant>,
-    ) -> Result<(), Arc<Record>> {
-        let mut record = record;
+        mut value: T,
+        mut attempt: impl FnMut(T) -> Result<(), T>,
+    ) -> Result<(), T> {
         let mut step = 0u32;
         loop {
-            match lane.try_push(record) {
+            value = match attempt(value) {
                 Ok(()) => return Ok(()),
-                Err(r) => record = r,
-            }
+                Err(back) => back,
+            };
             self.waker.wake();
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
-                return Err(record);
+                return Err(value);
             }
-            // The worker frees room a batch at a time, so a short wait
-            // usually suffices; past that, sleep briefly rather than spin on
-            // a core the worker may need.
             if step < 6 {
                 for _ in 0..(1 << step) {
-                    std::hint::spin_loop();
+                    spin_loop();
                 }
             } else if step < 10 {
                 thread::yield_now();
@@ -313,17 +360,64 @@ impl Queue {
         }
     }
 
+    /// Takes the queue's oldest record out (drop-oldest): the one with the
+    /// lowest `seq` among the heads of `lanes` and of the shared channel,
+    /// whichever thread published it, so that a noisy thread cannot silence
+    /// a quiet one. Its place in the budget passes to the caller. `None` if
+    /// the queue is empty, or if other parties kept taking the oldest first.
+    ///
+    /// A source's head is taken only if its `seq` is still below every
+    /// other head's as read in the same scan; if a head moved meanwhile
+    /// (taken by the worker or another evictor) the scan starts again.
+    /// Records published concurrently can still be older than what was
+    /// read (their `seq` was taken before ours, their push comes after our
+    /// scan): eviction picks the oldest queued, not the oldest in flight.
+    fn take_oldest(&self, lanes: &[Arc<Lane>]) -> Option<Arc<Record>> {
+        for _ in 0..SCAN_ATTEMPTS {
+            // The source with the lowest head (`None`: the shared channel)
+            // and the lowest head of the others.
+            let mut lowest: Option<(Option<usize>, u64)> = None;
+            let mut next = u64::MAX;
+            let heads = lanes
+                .iter()
+                .enumerate()
+                .map(|(i, lane)| (Some(i), lane.peek_seq()))
+                .chain(std::iter::once((None, self.shared.peek_seq())));
+            for (at, seq) in heads {
+                let Some(seq) = seq else { continue };
+                match lowest {
+                    Some((_, low)) if seq > low => next = next.min(seq),
+                    _ => {
+                        if let Some((_, low)) = lowest {
+                            next = next.min(low);
+                        }
+                        lowest = Some((at, seq));
+                    }
+                }
+            }
+            let (at, _) = lowest?;
+            let taken = match at {
+                Some(i) => lanes[i].evict_head_below(next),
+                None => self.shared.evict_head_below(next),
+            };
+            if taken.is_some() {
+                return taken;
+            }
+        }
+        None
+    }
+
     /// Evicts the oldest record with `take` (drop-oldest on a full queue)
     /// and counts it; returns it.
     ///
     /// The eviction is counted *before* the record is taken out, so that no
     /// observer (a flush barrier reading the stats after the worker
     /// acknowledged) can see the record neither queued nor counted: taking
-    /// is a release operation on the queue's head (the channel's, or the
-    /// lane's CAS), which the worker's later takes acquire, so the count is
-    /// visible to anyone the worker then synchronises with. If there was
-    /// nothing to take (the worker drained meanwhile) the count is taken
-    /// back.
+    /// is a release operation on the source's head (a lane's CAS, the
+    /// channel's lock), which the worker's later takes acquire, so the
+    /// count is visible to anyone the worker then synchronises with. If
+    /// there was nothing to take (the worker drained meanwhile) the count
+    /// is taken back.
     fn evict(
         &self,
         counters: &Counters,
@@ -350,14 +444,16 @@ impl Queue {
         counters.record_drops(1);
     }
 
-    /// Takes the bytes of `record` from the byte budget; when they do not
-    /// fit, evicts the oldest records (drop-oldest, a bounded number of
-    /// times) or refuses the record, counting it as dropped. Returns
-    /// whether the record may be pushed.
+    /// Takes the bytes of `record` from the byte budget. When they do not
+    /// fit: drop-oldest evicts the queue's oldest records (a bounded number
+    /// of times), the blocking policies wait for the worker as they do for
+    /// a place (until `deadline`), drop-newest refuses. A refused record is
+    /// counted as dropped. Returns whether the record may be pushed.
     fn reserve_bytes(
         &self,
         end: &mut impl End,
         record: &Record,
+        deadline: Option<Instant>,
         counters: &Counters,
         spill: &mut impl FnMut(Arc<Record>),
     ) -> bool {
@@ -365,24 +461,34 @@ impl Queue {
             return true;
         };
         let size = record.approx_size();
-        let mut attempts = 0;
-        while !bytes.try_take(size) {
-            let evicted = match self.policy {
-                OverflowPolicy::DropOldest if attempts < EVICT_ATTEMPTS * 4 => {
+        let fits = match self.policy {
+            OverflowPolicy::DropOldest => {
+                let mut attempts = 0;
+                loop {
+                    if bytes.try_take(size) {
+                        break true;
+                    }
+                    if attempts == EVICT_ATTEMPTS * 4 {
+                        break false;
+                    }
                     attempts += 1;
-                    self.evict(counters, || end.evict_oldest())
-                }
-                _ => None,
-            };
-            match evicted {
-                Some(oldest) => spill(oldest),
-                None => {
-                    counters.record_drops(1);
-                    return false;
+                    match self.evict(counters, || end.evict_oldest(self)) {
+                        Some(oldest) => spill(oldest),
+                        None => break false,
+                    }
                 }
             }
+            OverflowPolicy::DropNewest => bytes.try_take(size),
+            OverflowPolicy::Block | OverflowPolicy::BlockTimeout(_) => self
+                .wait_for(deadline, (), |()| {
+                    bytes.try_take(size).then_some(()).ok_or(())
+                })
+                .is_ok(),
+        };
+        if !fits {
+            counters.record_drops(1);
         }
-        true
+        fits
     }
 
     /// Gives back the bytes of a record leaving the queue (taken by the
@@ -395,60 +501,63 @@ impl Queue {
 }
 
 /// One end of the queue, as the overflow policy sees it: it says whether a
-/// record fit, and gives up its oldest record on request.
+/// record fit, and evicts the queue's oldest record on request, taking
+/// over its place.
 trait End {
     fn try_push(&mut self, record: Arc<Record>) -> Result<(), Arc<Record>>;
-    fn evict_oldest(&mut self) -> Option<Arc<Record>>;
-    /// Waits for room until `deadline` (for ever if `None`).
-    fn push_waiting(
-        &mut self,
-        record: Arc<Record>,
-        deadline: Option<Instant>,
-        queue: &Queue,
-    ) -> Result<(), Arc<Record>>;
+    fn evict_oldest(&mut self, queue: &Queue) -> Option<Arc<Record>>;
 }
 
 /// The publisher's own lane.
-struct LaneEnd<'l>(&'l mut LaneProducer);
+struct LaneEnd<'l> {
+    producer: &'l mut LaneProducer,
+    /// Whether this push evicted (the producer then keeps its copy of the
+    /// lane list for the next one).
+    evicted: bool,
+}
 
 impl End for LaneEnd<'_> {
     fn try_push(&mut self, record: Arc<Record>) -> Result<(), Arc<Record>> {
-        self.0.try_push(record)
+        self.producer.try_push(record)
     }
 
-    fn evict_oldest(&mut self) -> Option<Arc<Record>> {
-        self.0.evict_oldest()
-    }
-
-    fn push_waiting(
-        &mut self,
-        record: Arc<Record>,
-        deadline: Option<Instant>,
-        queue: &Queue,
-    ) -> Result<(), Arc<Record>> {
-        queue.wait_for_room(self.0, record, deadline)
+    fn evict_oldest(&mut self, queue: &Queue) -> Option<Arc<Record>> {
+        self.evicted = true;
+        let producer = &mut *self.producer;
+        // Acquire: pairs with `Registry::change`.
+        if producer.peers_version != queue.registry.version.load(Ordering::Acquire) {
+            producer.peers_version = queue.registry.copy(&mut producer.peers);
+        }
+        let oldest = queue.take_oldest(&producer.peers)?;
+        producer.adopt_place();
+        Some(oldest)
     }
 }
 
-/// The shared channel.
-struct SharedEnd<'c>(&'c SharedChannel);
+/// The shared channel, for one push.
+struct SharedEnd<'c> {
+    channel: &'c SharedChannel,
+    /// Whether we hold the place of a record we evicted.
+    holds: bool,
+}
 
 impl End for SharedEnd<'_> {
     fn try_push(&mut self, record: Arc<Record>) -> Result<(), Arc<Record>> {
-        self.0.try_push(record)
+        self.channel.try_push(record, &mut self.holds)
     }
 
-    fn evict_oldest(&mut self) -> Option<Arc<Record>> {
-        self.0.evict_oldest()
-    }
-
-    fn push_waiting(
-        &mut self,
-        record: Arc<Record>,
-        deadline: Option<Instant>,
-        _queue: &Queue,
-    ) -> Result<(), Arc<Record>> {
-        self.0.push_waiting(record, deadline)
+    fn evict_oldest(&mut self, queue: &Queue) -> Option<Arc<Record>> {
+        if self.holds {
+            // Still holding an evicted record's place (another party took
+            // ours... cannot happen: a held place always fits); use it.
+            return None;
+        }
+        // A rare path (dead letters, thread exit): copy the list each time.
+        let mut lanes = Vec::new();
+        queue.registry.copy(&mut lanes);
+        let oldest = queue.take_oldest(&lanes)?;
+        self.holds = true;
+        Some(oldest)
     }
 }
 

@@ -2,77 +2,126 @@
 //! pushes without a lane (dead letters that other workers push, log calls
 //! made after a thread's locals were destroyed).
 //!
-//! It is a bounded crossbeam channel. crossbeam-channel has no eviction of
-//! its own (crossbeam issue #400; the proposal in PR #1135 was not merged),
-//! so drop-oldest is ours: the channel keeps a `Receiver` clone beside the
-//! `Sender`, and [`SharedChannel::evict_oldest`] pops one record from it:
-//! the oldest, since the channel is FIFO. The policy that decides when to
-//! evict is in `mod.rs`; why each record is still counted exactly once is
-//! argued there.
+//! These pushes are rare, so the channel is a `VecDeque` under a mutex,
+//! which lets it be what a lane is to the drain: a [`Source`] in `seq`
+//! order whose oldest `seq` can be read without taking the record. So the
+//! drain merges it with the lanes (a thread's exit-time record comes after
+//! its lane records, wherever the batch boundaries fall), and drop-oldest
+//! can evict its head like a lane's. Its records draw on the
+//! subscription's record budget like the lanes': the queue is bounded as a
+//! whole.
+//!
+//! `len` mirrors the deque's length outside the lock, so that the worker's
+//! looks and the merge skip the lock while the channel is empty (nearly
+//! always): it is raised (`Release`) after a push, under the lock, and read
+//! with `Acquire`, so a reader that sees it raised sees the record.
 
-use std::time::Instant;
+use std::collections::VecDeque;
 
-use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
 use logbus_appenders::Record;
 
-use crate::sync::Arc;
+use super::budget::Budget;
+use super::drain::Source;
+use crate::sync::{lock, Arc, AtomicUsize, Mutex, Ordering};
 
 /// A bounded channel of shared records that can evict its oldest one.
 pub(crate) struct SharedChannel {
-    tx: Sender<Arc<Record>>,
-    /// Beside the sender, to pop the oldest record under drop-oldest.
-    evict_rx: Receiver<Arc<Record>>,
+    state: Mutex<State>,
+    len: AtomicUsize,
+    budget: Arc<Budget>,
+}
+
+struct State {
+    records: VecDeque<Arc<Record>>,
+    /// Records taken or evicted so far: the index of the front record.
+    head: usize,
 }
 
 impl SharedChannel {
-    /// A channel of `capacity` records, and the worker's end of it.
-    pub(crate) fn new(capacity: usize) -> (SharedChannel, Receiver<Arc<Record>>) {
-        let (tx, rx) = crossbeam_channel::bounded(capacity);
-        let channel = SharedChannel {
-            tx,
-            evict_rx: rx.clone(),
-        };
-        (channel, rx)
-    }
-
-    /// Records waiting.
-    pub(crate) fn len(&self) -> usize {
-        self.tx.len()
-    }
-
-    /// Appends `record`, or hands it back if the channel is full.
-    pub(crate) fn try_push(&self, record: Arc<Record>) -> Result<(), Arc<Record>> {
-        self.tx.try_send(record).map_err(|e| match e {
-            // Disconnected cannot happen (we hold a receiver); the record
-            // is handed back and counted like a full queue's.
-            TrySendError::Full(r) | TrySendError::Disconnected(r) => r,
-        })
-    }
-
-    /// Appends `record`, waiting for room until `deadline` (for ever if
-    /// `None`); hands it back if the deadline passed.
-    pub(crate) fn push_waiting(
-        &self,
-        record: Arc<Record>,
-        deadline: Option<Instant>,
-    ) -> Result<(), Arc<Record>> {
-        match deadline {
-            None => self.tx.send(record).map_err(|e| e.into_inner()),
-            Some(deadline) => self
-                .tx
-                .send_deadline(record, deadline)
-                .map_err(|e| match e {
-                    SendTimeoutError::Timeout(r) | SendTimeoutError::Disconnected(r) => r,
-                }),
+    /// An empty channel drawing on `budget`.
+    pub(crate) fn new(budget: Arc<Budget>) -> SharedChannel {
+        SharedChannel {
+            state: Mutex::new(State {
+                records: VecDeque::new(),
+                head: 0,
+            }),
+            len: AtomicUsize::new(0),
+            budget,
         }
     }
 
-    /// Takes the oldest record out (drop-oldest), or `None` if the worker
-    /// took everything meanwhile. crossbeam hands every message to exactly
-    /// one receiver, so the record is ours alone: the worker will not write
-    /// it.
-    pub(crate) fn evict_oldest(&self) -> Option<Arc<Record>> {
-        self.evict_rx.try_recv().ok()
+    /// Records waiting (a moment's reading).
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::Acquire)
+    }
+
+    /// Appends `record` if a place is free in the budget, or if the caller
+    /// `holds` one (it evicted a record: the place passed to it, and is
+    /// used now); hands the record back otherwise.
+    pub(crate) fn try_push(
+        &self,
+        record: Arc<Record>,
+        holds: &mut bool,
+    ) -> Result<(), Arc<Record>> {
+        if !*holds && !self.budget.try_take(1) {
+            return Err(record);
+        }
+        *holds = false;
+        lock(&self.state).records.push_back(record);
+        // Release: see the module docs.
+        self.len.fetch_add(1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Takes the oldest record out if its `seq` is below `limit`
+    /// (drop-oldest): its place passes to the caller.
+    pub(crate) fn evict_head_below(&self, limit: u64) -> Option<Arc<Record>> {
+        let mut state = lock(&self.state);
+        if state.records.front()?.seq() >= limit {
+            return None;
+        }
+        state.head += 1;
+        self.len.fetch_sub(1, Ordering::Relaxed);
+        state.records.pop_front()
+    }
+
+    /// The index the next record will have: every record pushed before
+    /// this call is below (a flush barrier's mark).
+    pub(crate) fn tail(&self) -> usize {
+        let state = lock(&self.state);
+        state.head + state.records.len()
+    }
+
+    /// The index of the front record: every record below was taken or
+    /// evicted.
+    pub(crate) fn head(&self) -> usize {
+        lock(&self.state).head
+    }
+}
+
+impl Source for SharedChannel {
+    fn peek_seq(&self) -> Option<u64> {
+        if self.len() == 0 {
+            return None;
+        }
+        lock(&self.state).records.front().map(|r| r.seq())
+    }
+
+    fn take_below(&self, limit: u64, max: usize, out: &mut Vec<Arc<Record>>) -> usize {
+        if self.len() == 0 {
+            return 0;
+        }
+        let mut state = lock(&self.state);
+        let mut taken = 0;
+        while taken < max && state.records.front().is_some_and(|r| r.seq() < limit) {
+            out.extend(state.records.pop_front());
+            taken += 1;
+        }
+        state.head += taken;
+        self.len.fetch_sub(taken, Ordering::Relaxed);
+        drop(state);
+        self.budget.release(taken);
+        taken
     }
 }
 
@@ -90,16 +139,29 @@ mod tests {
     }
 
     #[test]
-    fn evicts_the_oldest_and_hands_back_when_full() {
-        let (channel, rx) = SharedChannel::new(2);
-        channel.try_push(record(0)).unwrap();
-        channel.try_push(record(1)).unwrap();
-        assert_eq!(channel.try_push(record(2)).unwrap_err().seq(), 2);
-        assert_eq!(channel.evict_oldest().map(|r| r.seq()), Some(0));
-        channel.try_push(record(2)).unwrap();
-        let soon = Some(Instant::now());
-        assert_eq!(channel.push_waiting(record(3), soon).unwrap_err().seq(), 3);
-        assert_eq!(rx.try_iter().map(|r| r.seq()).collect::<Vec<_>>(), [1, 2]);
-        assert!(channel.evict_oldest().is_none());
+    fn a_source_bounded_by_its_budget_that_evicts_its_oldest() {
+        let channel = SharedChannel::new(Arc::new(Budget::new(2)));
+        let mut holds = false;
+        channel.try_push(record(0), &mut holds).unwrap();
+        channel.try_push(record(1), &mut holds).unwrap();
+        assert_eq!(
+            channel.try_push(record(2), &mut holds).unwrap_err().seq(),
+            2
+        );
+        assert_eq!(channel.peek_seq(), Some(0));
+        assert!(channel.evict_head_below(0).is_none(), "not below the limit");
+        assert_eq!(channel.evict_head_below(1).map(|r| r.seq()), Some(0));
+        // The evicted record's place is the caller's now.
+        holds = true;
+        channel.try_push(record(2), &mut holds).unwrap();
+        assert!(!holds);
+        assert_eq!((channel.head(), channel.tail(), channel.len()), (1, 3, 2));
+        let mut out = Vec::new();
+        assert_eq!(channel.take_below(2, 10, &mut out), 1);
+        assert_eq!(channel.take_below(u64::MAX, 10, &mut out), 1);
+        assert_eq!(out.iter().map(|r| r.seq()).collect::<Vec<_>>(), [1, 2]);
+        // Taking gave the places back.
+        channel.try_push(record(3), &mut holds).unwrap();
+        channel.try_push(record(4), &mut holds).unwrap();
     }
 }

@@ -273,10 +273,10 @@ impl Worker {
     /// `queue/drain.rs`, "Flush barriers").
     fn flush_barrier(&mut self) {
         let shared = Arc::clone(&self.shared);
-        let mut barrier = self.drain.barrier(&shared.queue);
+        let barrier = self.drain.barrier(&shared.queue);
         while self
             .drain
-            .take_towards(&mut barrier, &shared.queue, &mut self.batch, BATCH)
+            .take_towards(&barrier, &shared.queue, &mut self.batch, BATCH)
             > 0
         {
             self.write_batch();

@@ -1,0 +1,176 @@
+//! Delivery at the seams of the per-thread lanes: drop-oldest evicts the
+//! queue's oldest record whoever published it, `Block` waits for the byte
+//! bound too, and a record logged at thread exit comes after the thread's
+//! other records. Each of these failed before the delivery issue.
+
+mod common;
+
+use std::sync::Barrier;
+
+use std::sync::Arc;
+
+use logbus::{Broker, OverflowPolicy, Record, Subscription, SubscriptionBuilder};
+
+/// A broker with one subscription "s" (configured by `configure`) whose
+/// worker has taken a first record and stalls on it until `gate.open()`:
+/// everything published next stays queued.
+fn stalled(
+    configure: impl FnOnce(SubscriptionBuilder) -> SubscriptionBuilder,
+) -> (Broker, common::Gate) {
+    let broker = common::broker();
+    let (appender, gate) = common::GatedAppender::new();
+    broker
+        .subscribe(configure(Subscription::builder("s", appender)))
+        .unwrap();
+    log::info!(logger: &broker, target: "app", "stalls the worker");
+    common::recv(&gate.entered, "the worker to stall");
+    (broker, gate)
+}
+
+/// The published records written after the stalling record (drop
+/// summaries aside).
+fn written_after_stall(gate: &common::Gate) -> Vec<Arc<Record>> {
+    let mut records = gate.captured.records();
+    records.retain(|r| r.target() != "logbus");
+    records.split_off(1)
+}
+
+fn messages(records: &[Arc<Record>]) -> Vec<&str> {
+    records.iter().map(|r| r.message()).collect()
+}
+
+#[test]
+fn drop_oldest_evicts_another_threads_older_records() {
+    let (broker, gate) = stalled(|b| b.capacity(8));
+    let publish = |who: &'static str, n: usize| {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 0..n {
+                    log::info!(logger: &broker, target: "app", "{who} {i}");
+                }
+            });
+        });
+    };
+    publish("quiet", 8); // fills the queue, then goes quiet
+    publish("noisy", 100);
+    gate.open();
+    broker.flush().unwrap();
+    let expected: Vec<String> = (92..100).map(|i| format!("noisy {i}")).collect();
+    assert_eq!(messages(&written_after_stall(&gate)), expected);
+    let s = broker.stats().subscriptions["s"];
+    assert_eq!(
+        (s.matched, s.written, s.dropped, s.in_queue),
+        (109, 9, 100, 0),
+        "{s:?}"
+    );
+}
+
+#[test]
+fn a_flood_from_four_threads_keeps_the_newest_records_queue_wide() {
+    const THREADS: usize = 4;
+    const PER: usize = 2000;
+    let (broker, gate) = stalled(|b| b.capacity(1024));
+    // Rounds: every thread logs its i-th record before any logs its next,
+    // so the newest records queue-wide are well defined.
+    let round = Barrier::new(THREADS);
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (broker, round) = (&broker, &round);
+            s.spawn(move || {
+                for i in 0..PER {
+                    log::info!(logger: broker, target: "app", "{t} {i}");
+                    round.wait();
+                }
+            });
+        }
+    });
+    gate.open();
+    broker.flush().unwrap();
+    let records = written_after_stall(&gate);
+    let kept: Vec<u64> = records.iter().map(|r| r.seq()).collect();
+    let s = broker.stats().subscriptions["s"];
+    assert_eq!(s.matched, 1 + (THREADS * PER) as u64);
+    assert_eq!(s.written + s.dropped, s.matched, "{s:?}");
+    assert_eq!(s.written, 1 + kept.len() as u64);
+    // Kept: exactly the newest, a contiguous run of seqs up to the last.
+    let last = records.iter().map(|r| r.seq()).max().unwrap();
+    let newest: Vec<u64> = (last + 1 - kept.len() as u64..=last).collect();
+    assert_eq!(kept, newest, "the kept records are not the newest");
+    // Every producer's last record is there.
+    for t in 0..THREADS {
+        let last = format!("{t} {}", PER - 1);
+        assert!(
+            records.iter().any(|r| r.message() == last),
+            "{last:?} missing"
+        );
+    }
+    // Place reservations a thread has not used yet count against the
+    // capacity (a few per thread): most of the queue is kept.
+    assert!(kept.len() > 1024 - 4 * 32, "only {} kept", kept.len());
+}
+
+#[test]
+fn block_waits_for_the_byte_bound_instead_of_dropping() {
+    for policy in [
+        OverflowPolicy::Block,
+        OverflowPolicy::BlockTimeout(common::SAFETY_NET),
+    ] {
+        let record_size = 200; // bytes a short record counts for, roughly
+        let (broker, gate) = stalled(|b| b.max_bytes(4 * record_size).overflow(policy));
+        std::thread::scope(|s| {
+            let publisher = s.spawn(|| {
+                for i in 0..10 {
+                    log::info!(logger: &broker, target: "app", "r{i}");
+                }
+            });
+            // The publisher blocks on the byte bound until the worker runs.
+            gate.open();
+            publisher.join().unwrap();
+        });
+        broker.flush().unwrap();
+        let s = broker.stats().subscriptions["s"];
+        assert_eq!(
+            (s.matched, s.written, s.dropped),
+            (11, 11, 0),
+            "{policy:?}: {s:?}"
+        );
+    }
+}
+
+thread_local! {
+    /// Logs one record from this thread's thread-local destructors, after
+    /// the route view is gone (it goes through the shared channel).
+    static AT_EXIT: ExitLogger = const { ExitLogger(std::cell::RefCell::new(None)) };
+}
+
+struct ExitLogger(std::cell::RefCell<Option<logbus::BrokerHandle>>);
+
+impl Drop for ExitLogger {
+    fn drop(&mut self) {
+        if let Some(broker) = self.0.borrow_mut().take() {
+            log::info!(logger: &broker, target: "app", "exit");
+        }
+    }
+}
+
+#[test]
+fn a_record_logged_at_thread_exit_comes_after_the_threads_others() {
+    let (broker, gate) = stalled(|b| b.capacity(4096).overflow(OverflowPolicy::Block));
+    let handle = broker.handle();
+    std::thread::spawn(move || {
+        // Registered first, so destroyed after the route views.
+        AT_EXIT.with(|exit| *exit.0.borrow_mut() = Some(handle.clone()));
+        for i in 0..600 {
+            log::info!(logger: &handle, target: "app", "{i}");
+        }
+    })
+    .join()
+    .unwrap();
+    gate.open();
+    broker.flush().unwrap();
+    let mut expected: Vec<String> = (0..600).map(|i| i.to_string()).collect();
+    expected.push("exit".into());
+    assert_eq!(messages(&written_after_stall(&gate)), expected);
+    let s = broker.stats().subscriptions["s"];
+    assert_eq!((s.matched, s.written, s.dropped), (602, 602, 0), "{s:?}");
+}
