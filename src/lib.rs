@@ -131,6 +131,7 @@ mod builder;
 mod clock;
 mod directive;
 mod error;
+mod fork;
 mod init;
 mod log_backend;
 mod queue;

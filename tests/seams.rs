@@ -174,3 +174,76 @@ fn a_record_logged_at_thread_exit_comes_after_the_threads_others() {
     let s = broker.stats().subscriptions["s"];
     assert_eq!((s.matched, s.written, s.dropped), (602, 602, 0), "{s:?}");
 }
+
+/// Fails every record; stalls inside its first `append` until released.
+struct GatedFailing {
+    entered: crossbeam_channel::Sender<()>,
+    release: crossbeam_channel::Receiver<()>,
+    released: bool,
+}
+
+impl logbus::Appender for GatedFailing {
+    fn append(&mut self, _record: &Record) -> Result<(), logbus::AppendError> {
+        if !self.released {
+            let _ = self.entered.send(());
+            let _ = self.release.recv();
+            self.released = true;
+        }
+        Err(logbus::AppendError::io(
+            logbus::Operation::Write,
+            std::io::Error::other("disk gone"),
+        ))
+    }
+
+    fn flush(&mut self) -> Result<(), logbus::AppendError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_removal_in_progress_finishes_before_shutdown_stops_the_dead_letter_route() {
+    let broker = common::broker();
+    let (dead, dead_captured) = logbus::Memory::new();
+    broker
+        .set_dead_letter(Subscription::builder("dead", dead))
+        .unwrap();
+    let (entered_tx, entered) = crossbeam_channel::unbounded();
+    let (release, release_rx) = crossbeam_channel::bounded(1);
+    let failing = GatedFailing {
+        entered: entered_tx,
+        release: release_rx,
+        released: false,
+    };
+    broker
+        .subscribe(
+            Subscription::builder("fails", failing)
+                .retry(logbus::RetryPolicy::none())
+                .circuit_breaker(logbus::CircuitBreaker::disabled()),
+        )
+        .unwrap();
+    common::publish_n(&broker, "app", "r", 0..200);
+    common::recv(&entered, "the failing worker to stall");
+    std::thread::scope(|s| {
+        // A removal from an ordinary thread: it waits for the stalled worker.
+        let removal = s.spawn(|| broker.unsubscribe("fails").unwrap());
+        while broker.subscription("fails").is_some() {
+            std::thread::yield_now(); // until the removal has begun
+        }
+        // A shutdown while the removal is in progress: it must not stop the
+        // dead-letter route while the removed worker can still feed it.
+        let report = broker.shutdown_timeout(std::time::Duration::from_millis(1));
+        assert!(report.unfinished.contains(&"dead".to_owned()), "{report:?}");
+        let _ = release.send(());
+        let fails = removal.join().unwrap();
+        assert_eq!(
+            (fails.matched, fails.dead_lettered, fails.lost),
+            (200, 200, 0)
+        );
+    });
+    // Shutting down again waits for the dead-letter route to drain.
+    let report = broker.shutdown();
+    assert!(report.unfinished.is_empty(), "{report:?}");
+    let d = report.subscriptions["dead"];
+    assert_eq!((d.matched, d.written, d.lost), (200, 200, 0), "{d:?}");
+    assert_eq!(dead_captured.records().len(), 200);
+}

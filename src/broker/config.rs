@@ -46,9 +46,11 @@ pub(super) struct Config {
     /// Broker-wide directives, copied into every new snapshot.
     global: Option<Directives>,
     pub(super) shut_down: bool,
-    /// Subscriptions removed from a worker thread, whose own worker could not
-    /// be joined there; joined by shutdown.
-    pub(super) detached: Vec<Arc<SubShared>>,
+    /// Subscriptions being removed: routing has stopped, their workers are
+    /// still draining (possibly feeding the dead-letter route). Shutdown
+    /// waits for them before it stops the dead-letter route; each removal
+    /// takes itself off the list when its worker is joined.
+    pub(super) removing: Vec<Arc<SubShared>>,
 }
 
 impl Config {
@@ -57,7 +59,7 @@ impl Config {
             snapshot: Arc::new(snapshot),
             global: None,
             shut_down: false,
-            detached: Vec::new(),
+            removing: Vec::new(),
         }
     }
 }
@@ -200,7 +202,10 @@ impl BrokerShared {
         self.publish_snapshot(&mut config, entries);
     }
 
-    pub(super) fn unsubscribe(&self, name: &str) -> Result<SubscriptionStats, UnsubscribeError> {
+    pub(super) fn unsubscribe(
+        self: &Arc<Self>,
+        name: &str,
+    ) -> Result<SubscriptionStats, UnsubscribeError> {
         let sub = {
             let mut config = self.lock_config();
             let Some(index) = config
@@ -214,20 +219,26 @@ impl BrokerShared {
             let mut entries = config.snapshot.entries.clone();
             let entry = entries.remove(index);
             self.publish_snapshot(&mut config, entries);
-            if thread_role::on_worker_thread() {
-                config.detached.push(Arc::clone(&entry.sub));
-            }
+            config.removing.push(Arc::clone(&entry.sub));
             entry.sub
         };
+        if self.in_forked_child() {
+            // Its worker is not in this process (`fork.rs`).
+            self.removed(&sub);
+            return Ok(sub.stats());
+        }
         if thread_role::on_worker_thread() {
             // We may be this subscription's own worker, or another worker
             // that it waits on: finish the removal on a fresh thread.
-            let finisher = Arc::clone(&sub);
+            let (broker, finisher) = (Arc::clone(self), Arc::clone(&sub));
             let spawned = thread::Builder::new()
                 .name("logbus-unsubscribe".into())
-                .spawn(move || worker::stop(&finisher, None));
+                .spawn(move || {
+                    worker::stop(&finisher, None);
+                    broker.removed(&finisher);
+                });
             if spawned.is_err() {
-                // Shutdown joins detached subscriptions; nothing is lost.
+                // Shutdown joins the removals in progress; nothing is lost.
                 crate::report::stderr(format_args!(
                     "logbus: could not spawn a thread to finish unsubscribing {name:?}; it completes at shutdown"
                 ));
@@ -235,6 +246,14 @@ impl BrokerShared {
             return Ok(sub.stats());
         }
         worker::stop(&sub, None);
+        self.removed(&sub);
         Ok(sub.stats())
+    }
+
+    /// A removal is complete: its worker is joined.
+    fn removed(&self, sub: &Arc<SubShared>) {
+        self.lock_config()
+            .removing
+            .retain(|other| !Arc::ptr_eq(other, sub));
     }
 }

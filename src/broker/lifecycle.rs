@@ -29,6 +29,11 @@ impl BrokerShared {
         if thread_role::on_worker_thread() {
             return Err(FlushError::OnWorkerThread);
         }
+        if self.in_forked_child() {
+            // Nothing of this process is queued: its log calls were counted
+            // as dropped, and the queues' contents are the parent's.
+            return Ok(());
+        }
         let deadline = Instant::now() + timeout;
         let snapshot = self.snapshot();
         let subs: Vec<&SubShared> = snapshot
@@ -57,7 +62,7 @@ impl BrokerShared {
 
     pub(crate) fn shutdown(&self, timeout: Duration) -> ShutdownReport {
         let deadline = Instant::now() + timeout;
-        let (subs, detached) = {
+        let (subs, dead_letters) = {
             let mut config = self.lock_config();
             if !config.shut_down {
                 config.shut_down = true;
@@ -73,15 +78,27 @@ impl BrokerShared {
                 .iter()
                 .map(|e| Arc::clone(&e.sub))
                 .collect();
-            subs.extend(std::mem::take(&mut config.detached));
+            // Removals in progress may still feed the dead-letter route.
+            subs.extend(config.removing.iter().cloned());
             (subs, self.dead_letters.get().cloned())
         };
+        if self.in_forked_child() {
+            // The workers are the parent's: nothing here can drain.
+            let stats = self.stats();
+            let mut unfinished: Vec<String> = subs.iter().map(|s| s.name.to_string()).collect();
+            unfinished.extend(dead_letters.map(|d| d.name.to_string()));
+            return ShutdownReport {
+                subscriptions: stats.subscriptions,
+                unfinished,
+                dropped_after_shutdown: stats.dropped_after_shutdown,
+            };
+        }
         let on_worker = thread_role::on_worker_thread();
         let mut unfinished = worker::stop_all(&subs, deadline, on_worker);
         // The dead-letter route last: the others may feed it while draining.
         // If one of them has not finished it may still dead-letter a record,
         // so the route must keep draining: it is left running and reported.
-        if let Some(dead) = detached {
+        if let Some(dead) = dead_letters {
             if unfinished.is_empty() {
                 unfinished.extend(worker::stop_all(&[dead], deadline, on_worker));
             } else {

@@ -84,6 +84,9 @@ pub(crate) struct BrokerShared {
     dead_letters: Arc<OnceLock<Arc<SubShared>>>,
     flush_timeout: Duration,
     shutdown_timeout: Duration,
+    /// The fork generation the broker was created in: in a forked child it
+    /// behaves as shut down (`fork.rs`).
+    fork_generation: u64,
 }
 
 /// A cheap, cloneable handle on a broker: subscribe, unsubscribe, flush,
@@ -177,6 +180,7 @@ impl Broker {
             pool: Pool::new(),
             flush_timeout,
             shutdown_timeout,
+            fork_generation: crate::fork::generation(),
         };
         Broker {
             handle: BrokerHandle {
@@ -276,7 +280,7 @@ impl BrokerHandle {
     ///
     /// [`UnsubscribeError::NotFound`] if no subscription has this name.
     pub fn unsubscribe(&self, name: &str) -> Result<SubscriptionStats, UnsubscribeError> {
-        self.shared.unsubscribe(name)
+        BrokerShared::unsubscribe(&self.shared, name)
     }
 
     /// Waits until every record enqueued before this call has been written
@@ -465,6 +469,12 @@ impl BrokerHandle {
 }
 
 impl BrokerShared {
+    /// Whether this process is a child forked after the broker was made:
+    /// its workers are not here (`fork.rs`).
+    pub(crate) fn in_forked_child(&self) -> bool {
+        crate::fork::forked_since(self.fork_generation)
+    }
+
     /// Every subscription's counters and the broker's.
     fn stats(&self) -> BrokerStats {
         let snapshot = self.snapshot();

@@ -121,11 +121,14 @@ impl BrokerShared {
                 if route.entries.is_empty() {
                     return;
                 }
-                // After shutdown: count and return at once, without building
-                // the record or running predicates. (A publisher that misses
-                // the flag here is caught inside the gate below.)
+                // After shutdown, or in a forked child (`fork.rs`): count and
+                // return at once, without building the record or running
+                // predicates. (A publisher that misses the flag here is
+                // caught inside the gate below.)
                 // Acquire: pairs with the SeqCst store in `shutdown`.
-                if record.is_none() && self.closed.load(Ordering::Acquire) {
+                if record.is_none()
+                    && (self.closed.load(Ordering::Acquire) || self.in_forked_child())
+                {
                     self.count_after_shutdown(snapshot, &route.entries);
                     return;
                 }

@@ -77,7 +77,7 @@ use self::lane::Lane;
 use self::shared::SharedChannel;
 use self::waker::Waker;
 use crate::stats::Counters;
-use crate::sync::{lock, spin_loop, thread, Arc, AtomicUsize, Mutex, Ordering};
+use crate::sync::{lock, spin_loop, thread, Arc, AtomicBool, AtomicUsize, Mutex, Ordering};
 
 /// The default queue capacity, in records.
 ///
@@ -150,6 +150,9 @@ pub(crate) struct Queue {
     registry: Registry,
     /// The gate of the pushers without a lane (lanes carry their own flag).
     gate: SharedGate,
+    /// Set when the worker is told to stop (`close`): a pusher without a
+    /// lane that then finds it set does not enqueue (see `push_shared`).
+    closed: AtomicBool,
     pub(crate) waker: Waker,
 }
 
@@ -203,6 +206,7 @@ impl Queue {
             bytes: max_bytes.map(Budget::new),
             registry: Registry::default(),
             gate: SharedGate::default(),
+            closed: AtomicBool::new(false),
             waker: Waker::default(),
         };
         (queue, Drain::new())
@@ -224,6 +228,22 @@ impl Queue {
     /// Enters the gate as a pusher without a lane (see `gate.rs`).
     pub(crate) fn enter_shared(&self) -> SharedPass<'_> {
         self.gate.enter()
+    }
+
+    /// Marks the queue closed before its worker is told to stop: pushers
+    /// without a lane that have not yet entered the gate will find it so.
+    /// The remover then waits for the gate, whose fence orders this store
+    /// before its loads (`gate.rs`).
+    pub(crate) fn close(&self) {
+        // Relaxed: ordered by the fence of `wait_gate_closed`.
+        self.closed.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the queue was closed (a pusher without a lane, inside its
+    /// gate, whose fence orders this load after its entry).
+    pub(crate) fn is_closed(&self) -> bool {
+        // Relaxed: ordered by the pusher's gate fence.
+        self.closed.load(Ordering::Relaxed)
     }
 
     /// Waits until no pusher is inside the gate, or until `deadline`;

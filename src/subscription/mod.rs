@@ -313,13 +313,23 @@ impl SubShared {
     }
 
     /// Enters the gate, enqueues `record` through the shared channel,
-    /// leaves, and wakes the worker if it sleeps (`queue/waker.rs`).
-    pub(crate) fn push_shared(&self, record: Arc<Record>) {
+    /// leaves, and wakes the worker if it sleeps (`queue/waker.rs`); a push
+    /// into a dead-letter route from another subscription's worker.
+    ///
+    /// Hands the record back if the worker was already told to stop: the
+    /// queue is closed before the remover waits for the gate, and the pusher
+    /// looks after its gate fence, so either the pusher sees it closed, or
+    /// the remover waits for the push, which the worker then drains.
+    pub(crate) fn push_shared(&self, record: Arc<Record>) -> Result<(), Arc<Record>> {
         {
             let _pass = self.queue.enter_shared();
+            if self.queue.is_closed() {
+                return Err(record);
+            }
             self.queue.push_shared(record, &self.counters);
         }
         self.queue.waker.wake_if_sleeping();
+        Ok(())
     }
 }
 

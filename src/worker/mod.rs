@@ -117,6 +117,7 @@ pub(crate) fn spawn(
 /// Closes the gate of a removed subscription, tells its worker to finish and
 /// joins it. Returns whether the worker finished before `deadline`.
 pub(crate) fn stop(sub: &SubShared, deadline: Option<Instant>) -> bool {
+    sub.queue.close();
     sub.queue.wait_gate_closed(deadline);
     let _ = match deadline {
         Some(d) => sub.ctrl.send_deadline(Control::Shutdown, d).is_ok(),
@@ -131,6 +132,7 @@ pub(crate) fn stop(sub: &SubShared, deadline: Option<Instant>) -> bool {
 /// worker thread (`on_worker`) it does not wait, and names them all.
 pub(crate) fn stop_all(subs: &[Arc<SubShared>], deadline: Instant, on_worker: bool) -> Vec<String> {
     for sub in subs {
+        sub.queue.close();
         if sub.queue.wait_gate_closed(Some(deadline)) {
             let _ = sub.ctrl.send_deadline(Control::Shutdown, deadline);
             sub.queue.waker.wake();

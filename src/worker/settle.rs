@@ -205,10 +205,22 @@ impl Worker {
                 Value::U64(u64::from(attempts)),
             ),
         ]);
-        Counters::add(&counters.dead_lettered, 1);
         // Through the route's gate, like any pusher without a lane, so that
-        // its shutdown waits for us (see `queue/gate.rs`).
-        route.push_shared(Arc::new(letter));
+        // its shutdown waits for us (see `queue/gate.rs`). Counted first, so
+        // that the route's worker cannot write it before it is counted here.
+        Counters::add(&counters.dead_lettered, 1);
+        if route.push_shared(Arc::new(letter)).is_err() {
+            // The route was stopped (a shutdown that did not wait for us):
+            // nothing will drain it.
+            Counters::sub(&counters.dead_lettered, 1);
+            Counters::add(&counters.lost, 1);
+            crate::report::stderr(format_args!(
+                "logbus: subscription {:?} lost record {} after {attempts} attempts: the dead-letter route {:?} is stopped; {error}",
+                self.shared.name,
+                record.seq(),
+                route.name,
+            ));
+        }
     }
 
     /// Publishes the breaker state for the stats.
