@@ -3,13 +3,15 @@
 //!
 //! After `fork` only the forking thread exists in the child; a broker's
 //! worker threads, their appenders and the records they held stayed with
-//! the parent (which writes them). So in the child every broker that
-//! existed before the fork behaves as shut down: log calls return at once
-//! and are counted as dropped (in the subscriptions' `dropped` and in
-//! `BrokerStats::dropped_after_shutdown`), `flush` returns at once, and
-//! `shutdown` (dropping the guard) returns at once, naming every
-//! subscription unfinished. A child that wants to log builds a new
-//! [`Broker`](crate::Broker) (or execs).
+//! the parent (which writes them), and so did their locks: a lock another
+//! thread held at the fork stays held in the child for ever. So in the
+//! child every broker that existed before the fork behaves as shut down,
+//! and takes no lock: log calls return at once and are counted in
+//! `BrokerStats::dropped_after_shutdown` (they are not routed, so no
+//! subscription counts them), `flush` returns at once, `shutdown` (dropping
+//! the guard) returns at once, `stats` shows only the broker's own counters,
+//! and `subscribe` and `unsubscribe` are refused. A child that wants to log
+//! builds a new [`Broker`](crate::Broker) (or execs).
 //!
 //! Detection costs a log call one relaxed load of a global that only a
 //! fork changes: a `pthread_atfork` child handler bumps it, and each broker

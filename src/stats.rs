@@ -25,7 +25,15 @@ pub(crate) struct Counters {
     /// Records the appender accepted.
     pub(crate) written: AtomicU64,
     /// Records discarded by the overflow policy or published after shutdown.
+    /// An eviction is counted here before the record leaves the queue (so
+    /// that a flush barrier never sees it neither queued nor counted) and
+    /// taken back if there was nothing to evict: it can read one high for an
+    /// instant.
     pub(crate) dropped: AtomicU64,
+    /// The drops that are final: `dropped` less the evictions still in
+    /// progress. What drop summaries report, so that they never report a
+    /// drop that is then taken back.
+    pub(crate) drops_settled: AtomicU64,
     /// Records that failed and reached the dead-letter route.
     pub(crate) dead_lettered: AtomicU64,
     /// Records that failed with no dead-letter route to take them.
@@ -61,6 +69,12 @@ impl Counters {
     /// Counts `n` dropped records and remembers when the burst started.
     pub(crate) fn record_drops(&self, n: u64) {
         Counters::add(&self.dropped, n);
+        self.settle_drops(n);
+    }
+
+    /// `n` drops already counted in `dropped` are final.
+    pub(crate) fn settle_drops(&self, n: u64) {
+        Counters::add(&self.drops_settled, n);
         self.stamp_first_drop();
     }
 

@@ -11,6 +11,13 @@ pub(crate) use std::sync::atomic::{
 pub(crate) use std::sync::{Arc, Mutex, MutexGuard, Once, OnceLock, PoisonError};
 pub(crate) use std::thread;
 
+/// Parks the calling thread for at most `timeout`: a wait whose end comes
+/// from the timeout (loom's model, which has no timed park, yields instead:
+/// the timeout always fires there).
+pub(crate) fn nap(timeout: std::time::Duration) {
+    thread::park_timeout(timeout);
+}
+
 /// Locks `mutex`, ignoring poisoning.
 ///
 /// Every mutex in logbus guards data that stays consistent even if a holder

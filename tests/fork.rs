@@ -43,8 +43,8 @@ fn a_forked_child_neither_hangs_nor_loses_count_and_the_parent_goes_on() {
         let report = broker.shutdown();
         let code = if flushed
             && stats.dropped_after_shutdown == 10
-            && stats.subscriptions["s"].dropped == 10
-            && report.unfinished == ["s"]
+            && stats.subscriptions.is_empty()
+            && report.dropped_after_shutdown == 10
         {
             0
         } else {

@@ -33,6 +33,12 @@ pub(crate) mod sync {
         }
     }
 
+    /// A short timed wait, taken at its best: the timeout always fires
+    /// (the long idle park, `park_timeout` above, is taken at its worst).
+    pub(crate) fn nap(_timeout: std::time::Duration) {
+        loom::thread::yield_now();
+    }
+
     /// As in logbus' `sync.rs`.
     #[derive(Debug, Default)]
     #[repr(align(64))]

@@ -101,6 +101,9 @@ impl BrokerShared {
         builder: SubscriptionBuilder,
     ) -> Result<SubscriptionHandle, SubscribeError> {
         let patterns = builder.parsed_patterns()?;
+        if self.in_forked_child() {
+            return Err(SubscribeError::ShutDown);
+        }
         let mut config = self.lock_config();
         self.check_new(&config, &builder)?;
         let level = builder.level;
@@ -124,6 +127,9 @@ impl BrokerShared {
         &self,
         builder: SubscriptionBuilder,
     ) -> Result<SubscriptionHandle, SubscribeError> {
+        if self.in_forked_child() {
+            return Err(SubscribeError::ShutDown);
+        }
         let config = self.lock_config();
         self.check_new(&config, &builder)?;
         if self.dead_letters.get().is_some() {
@@ -206,6 +212,10 @@ impl BrokerShared {
         self: &Arc<Self>,
         name: &str,
     ) -> Result<SubscriptionStats, UnsubscribeError> {
+        if self.in_forked_child() {
+            // Not here: its worker is the parent's (`fork.rs`).
+            return Err(UnsubscribeError::NotFound(name.to_owned()));
+        }
         let sub = {
             let mut config = self.lock_config();
             let Some(index) = config
@@ -222,11 +232,6 @@ impl BrokerShared {
             config.removing.push(Arc::clone(&entry.sub));
             entry.sub
         };
-        if self.in_forked_child() {
-            // Its worker is not in this process (`fork.rs`).
-            self.removed(&sub);
-            return Ok(sub.stats());
-        }
         if thread_role::on_worker_thread() {
             // We may be this subscription's own worker, or another worker
             // that it waits on: finish the removal on a fresh thread.

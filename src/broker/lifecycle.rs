@@ -61,6 +61,14 @@ impl BrokerShared {
     }
 
     pub(crate) fn shutdown(&self, timeout: Duration) -> ShutdownReport {
+        if self.in_forked_child() {
+            // The workers are the parent's: nothing here can drain, and no
+            // lock may be taken (`fork.rs`).
+            return ShutdownReport {
+                dropped_after_shutdown: self.stats().dropped_after_shutdown,
+                ..ShutdownReport::default()
+            };
+        }
         let deadline = Instant::now() + timeout;
         let (subs, dead_letters) = {
             let mut config = self.lock_config();
@@ -82,17 +90,6 @@ impl BrokerShared {
             subs.extend(config.removing.iter().cloned());
             (subs, self.dead_letters.get().cloned())
         };
-        if self.in_forked_child() {
-            // The workers are the parent's: nothing here can drain.
-            let stats = self.stats();
-            let mut unfinished: Vec<String> = subs.iter().map(|s| s.name.to_string()).collect();
-            unfinished.extend(dead_letters.map(|d| d.name.to_string()));
-            return ShutdownReport {
-                subscriptions: stats.subscriptions,
-                unfinished,
-                dropped_after_shutdown: stats.dropped_after_shutdown,
-            };
-        }
         let on_worker = thread_role::on_worker_thread();
         let mut unfinished = worker::stop_all(&subs, deadline, on_worker);
         // The dead-letter route last: the others may feed it while draining.

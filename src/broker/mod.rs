@@ -70,8 +70,8 @@ pub(crate) struct BrokerShared {
     closed: AtomicBool,
     /// Log calls discarded by the re-entrancy rule. Relaxed statistic.
     pub(crate) suppressed: AtomicU64,
-    /// Records published after shutdown (also counted per subscription).
-    /// Relaxed statistic.
+    /// Records published after shutdown (also counted per subscription),
+    /// or in a forked child (`fork.rs`). Relaxed statistic.
     dropped_after_shutdown: AtomicU64,
     /// Whether this broker is the global `log` backend (then
     /// `log::set_max_level` follows its configuration). Release/Acquire:
@@ -241,6 +241,10 @@ impl Broker {
 
 impl Drop for Broker {
     fn drop(&mut self) {
+        if self.shared.in_forked_child() {
+            // Nothing to drain here, and no lock to take (`fork.rs`).
+            return;
+        }
         // Shut down before (e.g. `shutdown_timeout(d)` then drop): that call
         // had its wait; dropping must not wait the default timeout again for
         // an appender that missed the deadline.
@@ -477,6 +481,15 @@ impl BrokerShared {
 
     /// Every subscription's counters and the broker's.
     fn stats(&self) -> BrokerStats {
+        if self.in_forked_child() {
+            // The subscriptions are the parent's, and their locks may be
+            // held for ever here (`fork.rs`): the broker's own counters only.
+            return BrokerStats {
+                suppressed: Counters::get(&self.suppressed),
+                dropped_after_shutdown: Counters::get(&self.dropped_after_shutdown),
+                ..BrokerStats::default()
+            };
+        }
         let snapshot = self.snapshot();
         let subscriptions: BTreeMap<String, SubscriptionStats> = snapshot
             .entries
@@ -495,5 +508,83 @@ impl BrokerShared {
             suppressed: Counters::get(&self.suppressed),
             dropped_after_shutdown: Counters::get(&self.dropped_after_shutdown),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::sync::Mutex;
+
+    use logbus_appenders::{AppendError, Appender, Record};
+
+    use super::*;
+    use crate::queue::OverflowPolicy;
+    use crate::subscription::Subscription;
+
+    /// Keeps the messages, not the records, so that workers hand the
+    /// records back for reuse.
+    #[derive(Clone, Default)]
+    struct Tally(Arc<Mutex<Vec<String>>>);
+
+    impl Appender for Tally {
+        fn append(&mut self, record: &Record) -> Result<(), AppendError> {
+            self.0.lock().unwrap().push(record.message().to_owned());
+            Ok(())
+        }
+
+        fn flush(&mut self) -> Result<(), AppendError> {
+            Ok(())
+        }
+    }
+
+    /// The whole broker on a small scale, for Miri (`.ci/miri`): two
+    /// producers into drop-oldest and `Block` subscriptions of capacity 2,
+    /// records reused, a reconfiguration and a flush while they publish.
+    #[test]
+    fn two_producers_two_policies_reuse_reconfiguration_and_flush() {
+        let per: usize = if cfg!(miri) { 12 } else { 2000 };
+        log::set_max_level(LevelFilter::Trace);
+        let broker = Broker::new();
+        let (oldest, block) = (Tally::default(), Tally::default());
+        broker
+            .subscribe(Subscription::builder("oldest", oldest.clone()).capacity(2))
+            .unwrap();
+        broker
+            .subscribe(
+                Subscription::builder("block", block.clone())
+                    .capacity(2)
+                    .overflow(OverflowPolicy::Block),
+            )
+            .unwrap();
+        crate::sync::thread::scope(|s| {
+            for p in 0..2 {
+                let broker = &broker;
+                s.spawn(move || {
+                    for i in 0..per {
+                        log::info!(logger: broker, target: "t", "{p} {i}");
+                    }
+                });
+            }
+            s.spawn(|| {
+                broker.set_level("oldest", LevelFilter::Debug).unwrap();
+                broker.flush().unwrap();
+            });
+        });
+        let report = broker.shutdown();
+        assert!(report.unfinished.is_empty());
+        for (name, tally) in [("oldest", &oldest), ("block", &block)] {
+            let s = report.subscriptions[name];
+            assert_eq!(s.matched, 2 * per as u64, "{name}: {s:?}");
+            assert_eq!(s.matched, s.written + s.dropped, "{name}: {s:?}");
+            let messages = tally.0.lock().unwrap();
+            let mut last = [None::<usize>; 2];
+            for message in messages.iter().filter(|m| !m.contains("dropped")) {
+                let (p, i) = message.split_once(' ').unwrap();
+                let (p, i): (usize, usize) = (p.parse().unwrap(), i.parse().unwrap());
+                assert!(last[p] < Some(i), "{name}: {p}'s {i} out of order");
+                last[p] = Some(i);
+            }
+        }
+        assert_eq!(report.subscriptions["block"].dropped, 0);
     }
 }

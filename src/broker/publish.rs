@@ -32,7 +32,7 @@ use crate::thread_role;
 impl BrokerShared {
     /// Whether any subscription accepts `level` from `target`.
     pub(crate) fn enabled(&self, level: log::Level, target: &str) -> bool {
-        if thread_role::in_logbus() {
+        if thread_role::in_logbus() || self.in_forked_child() {
             return false;
         }
         self.with_view(|view| !view.lookup(level, target).route.entries.is_empty())
@@ -82,6 +82,12 @@ impl BrokerShared {
     /// Routes and enqueues one record made by `fill` (called at most once,
     /// and only if some subscription may want the record).
     pub(crate) fn publish(&self, level: log::Level, target: &str, fill: impl FnOnce(&mut Record)) {
+        if self.in_forked_child() {
+            // Before any lock: one held by another thread at the fork stays
+            // held in the child for ever (`fork.rs`).
+            Counters::add(&self.dropped_after_shutdown, 1);
+            return;
+        }
         let mut fill = Some(fill);
         let mut record: Option<Arc<Record>> = None;
         let routed =
@@ -121,14 +127,11 @@ impl BrokerShared {
                 if route.entries.is_empty() {
                     return;
                 }
-                // After shutdown, or in a forked child (`fork.rs`): count and
-                // return at once, without building the record or running
-                // predicates. (A publisher that misses the flag here is
-                // caught inside the gate below.)
+                // After shutdown: count and return at once, without building
+                // the record or running predicates. (A publisher that misses
+                // the flag here is caught inside the gate below.)
                 // Acquire: pairs with the SeqCst store in `shutdown`.
-                if record.is_none()
-                    && (self.closed.load(Ordering::Acquire) || self.in_forked_child())
-                {
+                if record.is_none() && self.closed.load(Ordering::Acquire) {
                     self.count_after_shutdown(snapshot, &route.entries);
                     return;
                 }
@@ -253,8 +256,8 @@ impl Drop for PublishGate<'_, '_> {
         // Shared passes leave as they drop.
         if self.shared.take().is_none() {
             for &i in self.ids {
-                if let Some(lane) = &self.lanes[i as usize] {
-                    lane.busy().leave();
+                if let Some(lane) = &mut self.lanes[i as usize] {
+                    lane.leave();
                 }
             }
         }

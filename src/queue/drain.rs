@@ -217,7 +217,8 @@ fn merge(
         // oldest record does not overtake another source's.
         let now = source(i).peek_seq();
         if now == Some(low) {
-            source(i).take_below(next, max - batch.len(), batch);
+            // Seqs are unique; should two heads tie, take one of them.
+            source(i).take_below(next.max(low + 1), max - batch.len(), batch);
         }
         heads[i] = source(i).peek_seq();
     }

@@ -121,7 +121,7 @@ impl Lane {
 
     /// A new lane and its producer.
     pub(crate) fn create(capacity: usize, budget: Arc<Budget>) -> (Arc<Lane>, LaneProducer) {
-        let lane = Arc::new(Lane::new(capacity, budget));
+        let lane = Lane::shared(capacity, budget);
         let producer = LaneProducer {
             lane: Arc::clone(&lane),
             tail: 0,
@@ -129,8 +129,14 @@ impl Lane {
             places: 0,
             peers: Vec::new(),
             peers_version: usize::MAX,
+            retired: Vec::new(),
         };
         (lane, producer)
+    }
+
+    /// A new lane, for a producer to move to (`LaneProducer::replace`).
+    pub(crate) fn shared(capacity: usize, budget: Arc<Budget>) -> Arc<Lane> {
+        Arc::new(Lane::new(capacity, budget))
     }
 
     /// Records in the lane now (a moment's reading under concurrency).
@@ -313,6 +319,10 @@ pub(crate) struct LaneProducer {
     /// finished lanes alive.
     pub(super) peers: Vec<Arc<Lane>>,
     pub(super) peers_version: usize,
+    /// Lanes this producer replaced inside its current gate (`replace`):
+    /// their busy flags stay set until it leaves, so that a remover that
+    /// saw only an old lane still waits for the push into the new one.
+    retired: Vec<Arc<Lane>>,
 }
 
 impl LaneProducer {
@@ -345,6 +355,56 @@ impl LaneProducer {
         Ok(())
     }
 
+    /// The most records the producer's current lane holds.
+    pub(crate) fn capacity(&self) -> usize {
+        self.lane.capacity
+    }
+
+    /// Places reserved from the budget and not used yet.
+    pub(crate) fn places(&self) -> usize {
+        self.places
+    }
+
+    /// After a refused push: whether the lane's own ring was full (rather
+    /// than the subscription's budget).
+    pub(crate) fn ring_is_full(&self) -> bool {
+        self.tail - self.head_seen >= self.lane.capacity
+    }
+
+    /// Whether everything pushed into the current lane was taken (one
+    /// `Acquire` load of the worker's `head`: call it rarely).
+    pub(crate) fn is_drained(&mut self) -> bool {
+        self.head_seen = self.lane.head.load(Ordering::Acquire);
+        self.head_seen == self.tail
+    }
+
+    /// Moves to `lane` (registered already), inside the gate: the new
+    /// lane's busy flag is set, the old lane is closed (the drain forgets it
+    /// once it is empty; until then its records merge by `seq` with the new
+    /// lane's, so this thread's order holds) and its flag stays set until
+    /// [`leave`](LaneProducer::leave). The places reserved carry over.
+    /// This is how a lane grows under a burst and shrinks after it.
+    pub(crate) fn replace(&mut self, lane: Arc<Lane>) {
+        lane.busy.enter();
+        let old = std::mem::replace(&mut self.lane, lane);
+        old.budget.lane_closed();
+        // Release: our last `tail` store happens before, for the drain's
+        // `Acquire` in `is_finished`.
+        old.closed.store(true, Ordering::Release);
+        self.tail = 0;
+        self.head_seen = 0;
+        self.retired.push(old);
+    }
+
+    /// Leaves the gate: clears the busy flags of the current lane and of
+    /// the lanes replaced inside it (`gate.rs`).
+    pub(crate) fn leave(&mut self) {
+        self.lane.busy.leave();
+        for old in self.retired.drain(..) {
+            old.busy.leave();
+        }
+    }
+
     /// Takes over the place of a record this producer evicted from another
     /// lane (or from its own with [`Lane::evict_head_below`]).
     pub(crate) fn adopt_place(&mut self) {
@@ -359,6 +419,9 @@ impl LaneProducer {
 
 impl Drop for LaneProducer {
     fn drop(&mut self) {
+        for old in self.retired.drain(..) {
+            old.busy.leave();
+        }
         // Release: our last `tail` store happens before this, for the
         // worker's `Acquire` in `is_finished`.
         self.lane.budget.release(self.places);

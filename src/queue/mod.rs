@@ -40,7 +40,8 @@
 //! - Between taking a record out and counting it, the record would be
 //!   neither queued nor counted; so we count first and take the count back
 //!   if there was nothing to take. A reader can therefore over-count
-//!   `dropped` by one for an instant, never under-count it.
+//!   `dropped` by one for an instant, never under-count it. Drop summaries
+//!   read `drops_settled`, counted only once a drop is final.
 //! - Order is preserved: sources only lose records at the head and gain
 //!   them at the tail, so eviction leaves gaps, never reorderings. A record
 //!   whose `seq` was taken before the scan but that is pushed after it can
@@ -85,17 +86,15 @@ use crate::sync::{lock, spin_loop, thread, Arc, AtomicBool, AtomicUsize, Mutex, 
 /// writes 2 M records a second on our 2-vCPU machines) and, with typical
 /// 70-150-byte messages, hold about 2.5 MB: the whole process stayed under
 /// our 16 MiB RSS budget with four threads flooding one file (16,384 took it
-/// to 19 MB, for no fewer drops). Each publishing thread's lane also has
-/// room for this many record pointers (16 bytes each, made resident only as
-/// the lane fills: up to 128 KiB per thread and subscription under a flood).
+/// to 19 MB, for no fewer drops). A publishing thread's lane grows with its
+/// backlog, up to this many record pointers (16 bytes each: 128 KiB per
+/// thread and subscription under a flood), and shrinks back to 1 KiB after.
 pub const DEFAULT_CAPACITY: usize = 8_192;
 
 /// The largest queue capacity a subscription accepts, in records (2^20).
 ///
-/// Each publishing thread's lane has room for `capacity` record pointers
-/// (16 bytes each, made resident as it fills), and the subscription's shared
-/// channel allocates its `capacity` slots up front: the bound keeps each of
-/// those under 16 MiB.
+/// A publishing thread's lane grows up to `capacity` record pointers (16
+/// bytes each) under a burst: the bound keeps one under 16 MiB.
 pub const MAX_CAPACITY: usize = 1 << 20;
 
 /// What a subscription does when its queue is full.
@@ -130,6 +129,18 @@ const EVICT_ATTEMPTS: usize = 4;
 
 /// How long a publisher blocked on a full queue sleeps between looks.
 const BLOCK_NAP: Duration = Duration::from_micros(50);
+
+/// Records a new lane's ring holds (16 bytes each: 1 KiB). A lane whose ring
+/// fills while the subscription has room moves to a ring [`RING_GROWTH`]
+/// times larger, up to the capacity; one found empty after a burst moves
+/// back to this size, and the drain frees the old ring once it is empty. So
+/// a thread's lanes hold about what it has queued, not `capacity` slots
+/// each: an idle or exited thread costs 1 KiB, not up to 16 MiB at
+/// [`MAX_CAPACITY`], resident after a flood.
+const RING_START: usize = 64;
+
+/// How much larger a lane's ring grows at a time (64, 256, 1,024, ...).
+const RING_GROWTH: usize = 4;
 
 /// How many times a drop-oldest publisher scans the sources' heads for the
 /// oldest record before it gives up (each failed scan means another party
@@ -218,11 +229,20 @@ impl Queue {
         self.shared.len() + lanes
     }
 
-    /// A new lane into this queue for the calling thread.
+    /// A new lane into this queue for the calling thread, small at first
+    /// (see [`RING_START`]).
     pub(crate) fn new_lane(&self) -> LaneProducer {
-        let (lane, producer) = Lane::create(self.capacity, Arc::clone(&self.records));
+        let ring = self.capacity.min(RING_START);
+        let (lane, producer) = Lane::create(ring, Arc::clone(&self.records));
         self.registry.change(|lanes| lanes.push(lane));
         producer
+    }
+
+    /// Moves `producer` to a new lane of `ring` records (inside its gate).
+    fn renew(&self, producer: &mut LaneProducer, ring: usize) {
+        let lane = Lane::shared(ring, Arc::clone(&self.records));
+        self.registry.change(|lanes| lanes.push(Arc::clone(&lane)));
+        producer.replace(lane);
     }
 
     /// Enters the gate as a pusher without a lane (see `gate.rs`).
@@ -269,6 +289,7 @@ impl Queue {
     ) {
         let mut end = LaneEnd {
             producer: lane,
+            queue: self,
             evicted: false,
         };
         self.push_into(&mut end, record, counters, &mut spill);
@@ -285,13 +306,11 @@ impl Queue {
     pub(crate) fn push_shared(&self, record: Arc<Record>, counters: &Counters) {
         let mut end = SharedEnd {
             channel: &self.shared,
-            holds: false,
+            holds: 0,
         };
         self.push_into(&mut end, record, counters, &mut drop);
-        if end.holds {
-            // An evicted record's place we did not use after all.
-            self.records.release(1);
-        }
+        // Evicted records' places we did not use after all.
+        self.records.release(end.holds);
     }
 
     /// The overflow policy, over any end.
@@ -313,9 +332,10 @@ impl Queue {
         let mut record = record;
         let refused = match self.policy {
             OverflowPolicy::DropOldest => {
-                for _ in 0..EVICT_ATTEMPTS {
+                for attempt in 1..=EVICT_ATTEMPTS {
                     match end.try_push(record) {
                         Ok(()) => return,
+                        Err(r) if attempt == EVICT_ATTEMPTS => record = r,
                         Err(r) => {
                             record = r;
                             // The oldest record's place passes to us: the
@@ -415,10 +435,12 @@ impl Queue {
                     }
                 }
             }
-            let (at, _) = lowest?;
+            let (at, low) = lowest?;
+            // Seqs are unique; should two heads tie, take one of them.
+            let limit = next.max(low + 1);
             let taken = match at {
-                Some(i) => lanes[i].evict_head_below(next),
-                None => self.shared.evict_head_below(next),
+                Some(i) => lanes[i].evict_head_below(limit),
+                None => self.shared.evict_head_below(limit),
             };
             if taken.is_some() {
                 return taken;
@@ -447,7 +469,7 @@ impl Queue {
         match take() {
             Some(oldest) => {
                 self.release_bytes(&oldest);
-                counters.stamp_first_drop();
+                counters.settle_drops(1);
                 Some(oldest)
             }
             None => {
@@ -531,14 +553,34 @@ trait End {
 /// The publisher's own lane.
 struct LaneEnd<'l> {
     producer: &'l mut LaneProducer,
+    queue: &'l Queue,
     /// Whether this push evicted (the producer then keeps its copy of the
     /// lane list for the next one).
     evicted: bool,
 }
 
 impl End for LaneEnd<'_> {
+    /// Pushes into the lane, growing its ring when the ring (not the
+    /// subscription) is full, and shrinking it back when a burst is over:
+    /// a lane's memory follows its depth, not the capacity (see
+    /// [`RING_START`]).
     fn try_push(&mut self, record: Arc<Record>) -> Result<(), Arc<Record>> {
-        self.producer.try_push(record)
+        let (producer, queue) = (&mut *self.producer, self.queue);
+        // Looked at once per chunk of places (at most 32 records).
+        if producer.places() == 0 && producer.capacity() > RING_START && producer.is_drained() {
+            queue.renew(producer, RING_START);
+        }
+        match producer.try_push(record) {
+            Err(record) if producer.ring_is_full() && producer.capacity() < queue.capacity => {
+                let ring = producer
+                    .capacity()
+                    .saturating_mul(RING_GROWTH)
+                    .min(queue.capacity);
+                queue.renew(producer, ring);
+                producer.try_push(record)
+            }
+            pushed => pushed,
+        }
     }
 
     fn evict_oldest(&mut self, queue: &Queue) -> Option<Arc<Record>> {
@@ -557,8 +599,8 @@ impl End for LaneEnd<'_> {
 /// The shared channel, for one push.
 struct SharedEnd<'c> {
     channel: &'c SharedChannel,
-    /// Whether we hold the place of a record we evicted.
-    holds: bool,
+    /// The places of records we evicted, not used yet.
+    holds: usize,
 }
 
 impl End for SharedEnd<'_> {
@@ -567,16 +609,11 @@ impl End for SharedEnd<'_> {
     }
 
     fn evict_oldest(&mut self, queue: &Queue) -> Option<Arc<Record>> {
-        if self.holds {
-            // Still holding an evicted record's place (another party took
-            // ours... cannot happen: a held place always fits); use it.
-            return None;
-        }
         // A rare path (dead letters, thread exit): copy the list each time.
         let mut lanes = Vec::new();
         queue.registry.copy(&mut lanes);
         let oldest = queue.take_oldest(&lanes)?;
-        self.holds = true;
+        self.holds += 1;
         Some(oldest)
     }
 }
@@ -629,6 +666,61 @@ mod tests {
         let (taken, counters, _) = run(OverflowPolicy::BlockTimeout(Duration::ZERO), 2, 3);
         assert_eq!(taken, [0, 1]);
         assert_eq!(Counters::get(&counters.dropped), 1);
+    }
+
+    #[test]
+    fn a_lane_grows_with_its_backlog_and_shrinks_after_it() {
+        let (queue, mut drain) = Queue::new(1000, None, OverflowPolicy::DropNewest);
+        let counters = Counters::default();
+        let mut lane = queue.new_lane();
+        assert_eq!(lane.capacity(), RING_START);
+        for seq in 0..1000 {
+            queue.push_lane(&mut lane, record(seq), &counters, drop);
+        }
+        // 64 -> 256 -> 1,000 (the capacity); the old rings wait to drain.
+        assert_eq!(lane.capacity(), 1000);
+        assert_eq!(lock(&queue.registry.lanes).len(), 3);
+        assert_eq!((queue.len(), Counters::get(&counters.dropped)), (1000, 0));
+        let mut batch = Vec::new();
+        drain.take_batch(&queue, &mut batch, usize::MAX);
+        let seqs: Vec<u64> = batch.iter().map(|r| r.seq()).collect();
+        assert_eq!(
+            seqs,
+            (0..1000).collect::<Vec<_>>(),
+            "order across the rings"
+        );
+        // The drained old rings are forgotten; the next chunk of pushes
+        // finds the lane empty and moves back to a small ring.
+        for seq in 1000..1040 {
+            queue.push_lane(&mut lane, record(seq), &counters, drop);
+        }
+        assert_eq!(lane.capacity(), RING_START);
+        batch.clear();
+        drain.take_batch(&queue, &mut batch, usize::MAX);
+        assert_eq!(batch.len(), 40);
+        assert_eq!(lock(&queue.registry.lanes).len(), 1);
+    }
+
+    /// A shared push (a dead letter) larger than one queued record evicts as
+    /// many as it needs (found in review: it stopped after one).
+    #[test]
+    fn a_large_shared_push_evicts_as_many_records_as_it_needs() {
+        let small = record(0).approx_size();
+        let (queue, mut drain) = Queue::new(100, Some(2 * small + 5), OverflowPolicy::DropOldest);
+        let counters = Counters::default();
+        let big = Record::builder(Topic::new(Level::Info, "t"))
+            .seq(2)
+            .message("x".repeat(small))
+            .build();
+        for record in [record(0), record(1), Arc::new(big)] {
+            let _pass = queue.enter_shared();
+            queue.push_shared(record, &counters);
+        }
+        let mut batch = Vec::new();
+        drain.take_batch(&queue, &mut batch, usize::MAX);
+        assert_eq!(batch.iter().map(|r| r.seq()).collect::<Vec<_>>(), [2]);
+        assert_eq!(Counters::get(&counters.dropped), 2);
+        assert_eq!(queue.records.used(), 0, "no place kept by the evictions");
     }
 
     #[test]

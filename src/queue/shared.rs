@@ -56,20 +56,23 @@ impl SharedChannel {
     }
 
     /// Appends `record` if a place is free in the budget, or if the caller
-    /// `holds` one (it evicted a record: the place passed to it, and is
-    /// used now); hands the record back otherwise.
+    /// `holds` some (it evicted records: their places passed to it, and one
+    /// is used now); hands the record back otherwise.
     pub(crate) fn try_push(
         &self,
         record: Arc<Record>,
-        holds: &mut bool,
+        holds: &mut usize,
     ) -> Result<(), Arc<Record>> {
-        if !*holds && !self.budget.try_take(1) {
+        if *holds == 0 && !self.budget.try_take(1) {
             return Err(record);
         }
-        *holds = false;
-        lock(&self.state).records.push_back(record);
-        // Release: see the module docs.
+        *holds = holds.saturating_sub(1);
+        let mut state = lock(&self.state);
+        state.records.push_back(record);
+        // Release, under the lock (so that a take cannot lower it first):
+        // see the module docs.
         self.len.fetch_add(1, Ordering::Release);
+        drop(state);
         Ok(())
     }
 
@@ -141,7 +144,7 @@ mod tests {
     #[test]
     fn a_source_bounded_by_its_budget_that_evicts_its_oldest() {
         let channel = SharedChannel::new(Arc::new(Budget::new(2)));
-        let mut holds = false;
+        let mut holds = 0;
         channel.try_push(record(0), &mut holds).unwrap();
         channel.try_push(record(1), &mut holds).unwrap();
         assert_eq!(
@@ -152,9 +155,9 @@ mod tests {
         assert!(channel.evict_head_below(0).is_none(), "not below the limit");
         assert_eq!(channel.evict_head_below(1).map(|r| r.seq()), Some(0));
         // The evicted record's place is the caller's now.
-        holds = true;
+        holds = 1;
         channel.try_push(record(2), &mut holds).unwrap();
-        assert!(!holds);
+        assert_eq!(holds, 0);
         assert_eq!((channel.head(), channel.tail(), channel.len()), (1, 3, 2));
         let mut out = Vec::new();
         assert_eq!(channel.take_below(2, 10, &mut out), 1);

@@ -32,7 +32,11 @@
 //!   thread's token).
 //!
 //! A worker that found a flag set must not park: P may have read
-//! `sleeping` before the worker stored it. A new lane is counted in the
+//! `sleeping` before the worker stored it. It yields and looks again, and
+//! if the publisher stays inside (blocked under `Block` on another
+//! subscription of its route), it naps, at most 1 ms at a time, and looks
+//! again: a record is then late by at most that nap, and the worker does
+//! not spin on a core the blocked publisher's other worker needs. A new lane is counted in the
 //! registry (`Release`) before its producer's fence, so the worker's look
 //! at the count after its fence sees it in the first case. Flush and
 //! shutdown requesters, and publishers blocked under `Block`, unpark
@@ -43,12 +47,25 @@
 use std::time::{Duration, Instant};
 
 use super::gate::{BusyFlag, SharedGate};
-use crate::sync::{fence, thread, AtomicBool, CacheLine, OnceLock, Ordering};
+use crate::sync::{fence, nap, thread, AtomicBool, CacheLine, OnceLock, Ordering};
 
 /// An idle worker parks at most this long at a time: a safety net for its
 /// idle duties (forgetting finished lanes), not for wake-ups, which the
 /// protocol never loses. An idle worker wakes once per this period.
 const IDLE_PARK: Duration = Duration::from_secs(10);
+
+/// Looks a worker takes, yielding in between, while a publisher is inside
+/// the gate, before it starts napping ([`BUSY_NAP_MAX`]).
+const BUSY_YIELDS: u32 = 16;
+
+/// The longest nap of a worker that found a publisher inside the gate. Such
+/// a publisher may hold the gate long (blocked under `Block` on another
+/// subscription of its route) and may have read `sleeping` before the
+/// worker set it, so the worker must look again by itself: its naps double
+/// from 50 µs to this, so that it neither spins on a core the blocked
+/// publisher's other worker needs, nor leaves that publisher's record
+/// waiting more than a millisecond once it is pushed.
+const BUSY_NAP_MAX: Duration = Duration::from_millis(1);
 
 /// What a worker's look at its sources found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -140,10 +157,19 @@ impl Waker {
         self.sleeping.store(true, Ordering::Relaxed);
         // The worker's fence: orders the flag store before the looks.
         fence(Ordering::SeqCst);
+        let mut busy = 0u32;
         loop {
             match look() {
                 Work::Ready => break,
-                Work::Busy => thread::yield_now(),
+                Work::Busy if busy < BUSY_YIELDS => {
+                    busy += 1;
+                    thread::yield_now();
+                }
+                Work::Busy => {
+                    let doublings = (busy - BUSY_YIELDS).min(5);
+                    busy += 1;
+                    nap((Duration::from_micros(50) * (1 << doublings)).min(BUSY_NAP_MAX));
+                }
                 Work::None => {
                     let before = Instant::now();
                     thread::park_timeout(IDLE_PARK);

@@ -14,7 +14,7 @@ impl Worker {
     pub(super) fn drops_to_report(&self) -> bool {
         let counters = &self.shared.counters;
         // Relaxed: statistics; see `report_drops`.
-        Counters::get(&counters.dropped) > self.reported_drops
+        Counters::get(&counters.drops_settled) > self.reported_drops
             && counters.first_drop_micros.load(Ordering::Relaxed) != 0
     }
 
@@ -23,16 +23,15 @@ impl Worker {
     /// broker talking, not a published record.
     pub(super) fn report_drops(&mut self) {
         let counters = &self.shared.counters;
-        let dropped = Counters::get(&counters.dropped);
-        // `dropped` can read one high for an instant (see `queue/mod.rs`),
-        // and then lower again: report only growth past what was reported.
+        // Settled drops only: `dropped` can read one high for an instant
+        // (an eviction counted first, then taken back; see `queue/mod.rs`).
+        let dropped = Counters::get(&counters.drops_settled);
         if dropped <= self.reported_drops {
             return;
         }
-        // Droppers stamp the burst right after counting. No stamp yet means
-        // a drop is still being counted (or an eviction may be taken back):
-        // report at the next idle point, when it is settled. At shutdown no
-        // dropper is left, so nothing is missed.
+        // Droppers stamp the burst right after settling. No stamp yet means
+        // a drop is still being counted: report at the next idle point. At
+        // shutdown no dropper is left, so nothing is missed.
         // Relaxed: the timestamp is a plain value; a dropper racing with the
         // swap below starts the next burst.
         if counters.first_drop_micros.load(Ordering::Relaxed) == 0 {
