@@ -84,6 +84,23 @@
 //! time. Drops are counted exactly ([`SubscriptionStats::dropped`]), and the
 //! worker writes one WARN record per burst saying how many were dropped.
 //!
+//! # Order
+//!
+//! Every record gets a broker-wide `seq` ([`Record::seq`]) when it is built
+//! on the caller's thread, before it is queued. What an appender sees:
+//!
+//! - **Per thread, program order**, always: one thread's records reach
+//!   each appender in the order its log calls were made (their `seq`s
+//!   increase), including calls made during thread exit.
+//! - **Across threads, `seq` order of what was queued**: the worker merges
+//!   the per-thread queues by `seq`, so among the records queued when it
+//!   takes a batch, the lower `seq` is written first. A record whose `seq`
+//!   was taken before another's but which was queued after the worker took
+//!   that other one is written after it: `seq` order is the order of `seq`
+//!   allocation, not a promise that a later-queued record never follows a
+//!   higher `seq`.
+//! - **Drops leave gaps, never reorderings.**
+//!
 //! # Shutdown
 //!
 //! Dropping a [`Broker`] or the [`LoggerGuard`] returned by

@@ -300,8 +300,11 @@ impl Record {
         }
     }
 
-    /// Broker-wide sequence number, strictly increasing in publish order of
-    /// `seq` allocation.
+    /// Broker-wide sequence number: unique, taken from one counter when the
+    /// record is built on the caller's thread (after routing, before the
+    /// message is formatted), so it increases in the order log calls reach
+    /// that point. See the `logbus` crate docs, "Order", for what it
+    /// promises about the order appenders see.
     #[must_use]
     #[inline]
     pub fn seq(&self) -> u64 {
