@@ -9,23 +9,9 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use logbus::{Broker, OverflowPolicy, Subscription, SubscriptionBuilder};
+use logbus::{Broker, OverflowPolicy, Subscription};
 
-/// A broker with one subscription "s" (configured by `configure`) whose
-/// worker has taken a first record and stalls on it until `gate.open()`:
-/// everything published next stays queued.
-fn stalled(
-    configure: impl FnOnce(SubscriptionBuilder) -> SubscriptionBuilder,
-) -> (Broker, common::Gate) {
-    let broker = common::broker();
-    let (appender, gate) = common::GatedAppender::new();
-    broker
-        .subscribe(configure(Subscription::builder("s", appender)))
-        .unwrap();
-    log::info!(logger: &broker, target: "app", "stalls the worker");
-    common::recv(&gate.entered, "the worker to stall");
-    (broker, gate)
-}
+use common::stalled;
 
 /// Publishes `per` records from each of `threads` threads, and waits for
 /// them.

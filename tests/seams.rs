@@ -9,23 +9,9 @@ use std::sync::Barrier;
 
 use std::sync::Arc;
 
-use logbus::{Broker, OverflowPolicy, Record, Subscription, SubscriptionBuilder};
+use logbus::{OverflowPolicy, Record, Subscription};
 
-/// A broker with one subscription "s" (configured by `configure`) whose
-/// worker has taken a first record and stalls on it until `gate.open()`:
-/// everything published next stays queued.
-fn stalled(
-    configure: impl FnOnce(SubscriptionBuilder) -> SubscriptionBuilder,
-) -> (Broker, common::Gate) {
-    let broker = common::broker();
-    let (appender, gate) = common::GatedAppender::new();
-    broker
-        .subscribe(configure(Subscription::builder("s", appender)))
-        .unwrap();
-    log::info!(logger: &broker, target: "app", "stalls the worker");
-    common::recv(&gate.entered, "the worker to stall");
-    (broker, gate)
-}
+use common::stalled;
 
 /// The published records written after the stalling record (drop
 /// summaries aside).

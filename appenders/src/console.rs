@@ -2,14 +2,12 @@
 //! with colour decided per stream.
 
 use std::io::{self, IsTerminal, Write};
-use std::sync::Arc;
 
-use crate::appender::{AppendError, Appender, BatchError};
 use crate::destination::stream::{LevelSplit, Stream};
 use crate::escape::MultilineMode;
 use crate::format::TextFormat;
 use crate::layout::Layout;
-use crate::record::{Level, Record};
+use crate::record::Level;
 use crate::render::Pipeline;
 
 /// Where a [`Console`] writes.
@@ -259,19 +257,7 @@ impl Default for ConsoleBuilder {
     }
 }
 
-impl Appender for Console {
-    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
-        self.pipeline.append([record]).map_err(|e| e.error)
-    }
-
-    fn append_batch(&mut self, records: &[Arc<Record>]) -> Result<(), BatchError> {
-        self.pipeline.append(records.iter().map(|r| &**r))
-    }
-
-    fn flush(&mut self) -> Result<(), AppendError> {
-        self.pipeline.flush()
-    }
-}
+crate::render::appender_through_pipeline!(Console);
 
 #[cfg(test)]
 mod tests {

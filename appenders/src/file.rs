@@ -2,9 +2,7 @@
 //! builder that configures the file (for the JSON appender too).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use crate::appender::{AppendError, Appender, BatchError};
 use crate::destination::file::error::FileError;
 #[cfg(doc)]
 use crate::destination::file::error::FileErrorKind;
@@ -12,7 +10,6 @@ use crate::destination::file::policy::{Clock, Compression, FileConfig, Rotation,
 use crate::destination::file::RollingFile;
 use crate::format::TextFormat;
 use crate::layout::Layout;
-use crate::record::Record;
 use crate::render::Pipeline;
 
 /// Appends laid-out lines to a file, rotating it by size and/or time.
@@ -228,16 +225,4 @@ impl FileAppenderBuilder {
     }
 }
 
-impl Appender for FileAppender {
-    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
-        self.pipeline.append([record]).map_err(|e| e.error)
-    }
-
-    fn append_batch(&mut self, records: &[Arc<Record>]) -> Result<(), BatchError> {
-        self.pipeline.append(records.iter().map(|r| &**r))
-    }
-
-    fn flush(&mut self) -> Result<(), AppendError> {
-        self.pipeline.flush()
-    }
-}
+crate::render::appender_through_pipeline!(FileAppender);

@@ -1,9 +1,7 @@
 //! `JsonAppender`: the JSON format × a stream or the rolling file (NDJSON).
 
 use std::io::{self, Write};
-use std::sync::Arc;
 
-use crate::appender::{AppendError, Appender, BatchError};
 use crate::destination::file::error::FileError;
 #[cfg(doc)]
 use crate::destination::file::error::FileErrorKind;
@@ -11,7 +9,6 @@ use crate::destination::stream::Stream;
 use crate::destination::Destination;
 use crate::file::FileAppenderBuilder;
 use crate::format::JsonFormat;
-use crate::record::Record;
 use crate::render::Pipeline;
 
 /// The detail of the error [`JsonAppender::file`] returns for a builder
@@ -138,16 +135,4 @@ impl JsonAppender {
     }
 }
 
-impl Appender for JsonAppender {
-    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
-        self.pipeline.append([record]).map_err(|e| e.error)
-    }
-
-    fn append_batch(&mut self, records: &[Arc<Record>]) -> Result<(), BatchError> {
-        self.pipeline.append(records.iter().map(|r| &**r))
-    }
-
-    fn flush(&mut self) -> Result<(), AppendError> {
-        self.pipeline.flush()
-    }
-}
+crate::render::appender_through_pipeline!(JsonAppender);

@@ -228,18 +228,11 @@ fn merge(
 mod tests {
     use super::*;
     use crate::queue::budget::Budget;
+    use crate::queue::test_record as record;
     use crate::queue::OverflowPolicy;
     use crate::stats::Counters;
     use crate::sync::lock;
     use logbus_appenders::{Level, Topic};
-
-    fn record(seq: u64) -> Arc<Record> {
-        Arc::new(
-            Record::builder(Topic::new(Level::Info, "t"))
-                .seq(seq)
-                .build(),
-        )
-    }
 
     fn seqs(batch: &[Arc<Record>]) -> Vec<u64> {
         batch.iter().map(|r| r.seq()).collect()

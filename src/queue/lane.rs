@@ -433,15 +433,7 @@ impl Drop for LaneProducer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use logbus_appenders::{Level, Topic};
-
-    fn record(seq: u64) -> Arc<Record> {
-        Arc::new(
-            Record::builder(Topic::new(Level::Info, "t"))
-                .seq(seq)
-                .build(),
-        )
-    }
+    use crate::queue::test_record as record;
 
     /// A producer evicting its own oldest record, as `Queue::take_oldest`
     /// does when that record is the queue's oldest.

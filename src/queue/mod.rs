@@ -618,18 +618,22 @@ impl End for SharedEnd<'_> {
     }
 }
 
+/// A record with `seq`, for the queue's unit tests.
+#[cfg(test)]
+pub(crate) fn test_record(seq: u64) -> Arc<Record> {
+    use logbus_appenders::{Level, Topic};
+    Arc::new(
+        Record::builder(Topic::new(Level::Info, "t"))
+            .seq(seq)
+            .build(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::test_record as record;
     use logbus_appenders::{Level, Topic};
-
-    fn record(seq: u64) -> Arc<Record> {
-        Arc::new(
-            Record::builder(Topic::new(Level::Info, "t"))
-                .seq(seq)
-                .build(),
-        )
-    }
 
     /// Pushes `0..n` through one lane and returns what the drain takes.
     fn run(policy: OverflowPolicy, capacity: usize, n: u64) -> (Vec<u64>, Counters, Vec<u64>) {

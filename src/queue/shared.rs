@@ -131,15 +131,7 @@ impl Source for SharedChannel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use logbus_appenders::{Level, Topic};
-
-    fn record(seq: u64) -> Arc<Record> {
-        Arc::new(
-            Record::builder(Topic::new(Level::Info, "t"))
-                .seq(seq)
-                .build(),
-        )
-    }
+    use crate::queue::test_record as record;
 
     #[test]
     fn a_source_bounded_by_its_budget_that_evicts_its_oldest() {

@@ -191,3 +191,19 @@ impl Drop for SetOnDrop<'_> {
         self.0.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
+
+/// A broker with one subscription "s" (configured by `configure`) whose
+/// worker has taken a first record and stalls on it until `gate.open()`:
+/// everything published next stays queued.
+pub fn stalled(
+    configure: impl FnOnce(logbus::SubscriptionBuilder) -> logbus::SubscriptionBuilder,
+) -> (Broker, Gate) {
+    let broker = broker();
+    let (appender, gate) = GatedAppender::new();
+    broker
+        .subscribe(configure(logbus::Subscription::builder("s", appender)))
+        .unwrap();
+    log::info!(logger: &broker, target: "app", "stalls the worker");
+    recv(&gate.entered, "the worker to stall");
+    (broker, gate)
+}

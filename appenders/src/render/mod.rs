@@ -26,6 +26,30 @@ use crate::record::Record;
 
 pub(crate) use self::lines::{Lines, Output, BUFFER_LIMIT};
 
+/// Implements [`Appender`](crate::Appender) for a named pairing whose
+/// `pipeline` field is a [`Pipeline`]: every call goes through the one loop.
+macro_rules! appender_through_pipeline {
+    ($name:ty) => {
+        impl $crate::Appender for $name {
+            fn append(&mut self, record: &$crate::Record) -> Result<(), $crate::AppendError> {
+                self.pipeline.append([record]).map_err(|e| e.error)
+            }
+
+            fn append_batch(
+                &mut self,
+                records: &[std::sync::Arc<$crate::Record>],
+            ) -> Result<(), $crate::BatchError> {
+                self.pipeline.append(records.iter().map(|r| &**r))
+            }
+
+            fn flush(&mut self) -> Result<(), $crate::AppendError> {
+                self.pipeline.flush()
+            }
+        }
+    };
+}
+pub(crate) use appender_through_pipeline;
+
 /// A format writing to a destination through one reused buffer: the body of
 /// every text and JSON appender.
 #[derive(Debug)]
