@@ -244,3 +244,38 @@ fn idle_threads_do_not_starve_a_busy_one() {
     let s = broker.stats().subscriptions["s"];
     assert_eq!((s.matched, s.written, s.dropped), (1080, 1080, 0), "{s:?}");
 }
+
+#[test]
+fn lanes_of_exited_threads_are_forgotten_while_the_worker_stays_busy() {
+    let broker = common::broker();
+    let (appender, _captured) = logbus::Memory::new();
+    let sub = broker
+        .subscribe(Subscription::builder("s", appender))
+        .unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        // Keeps the worker from ever finding its queue empty.
+        s.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                log::info!(logger: &broker, target: "app", "busy");
+            }
+        });
+        let _stop = common::SetOnDrop(&stop);
+        let broker = &broker;
+        for batch in 0..30 {
+            std::thread::scope(|s| {
+                for t in 0..100 {
+                    s.spawn(move || log::info!(logger: broker, target: "app", "{batch} {t}"));
+                }
+            });
+        }
+        // Everything the 3,000 threads queued is written past this barrier,
+        // and the take that drained a lane forgot it.
+        broker.flush().unwrap();
+        assert!(
+            sub.lanes_registered() < 8,
+            "{} lanes still registered",
+            sub.lanes_registered()
+        );
+    });
+}

@@ -491,6 +491,22 @@ mod tests {
     }
 
     #[test]
+    fn a_take_below_a_limit_takes_nothing_at_or_above_it() {
+        let (lane, mut p) = Lane::create(4, Arc::new(Budget::new(4)));
+        p.try_push(record(5)).unwrap();
+        p.try_push(record(9)).unwrap();
+        let mut out = Vec::new();
+        // The first record too: the merge relies on it (a head that moved
+        // under it must not overtake another source's older record).
+        assert_eq!(lane.take_below(5, 10, &mut out), 0);
+        assert_eq!(lane.take_below(9, 10, &mut out), 1);
+        assert_eq!(lane.peek_seq(), Some(9));
+        assert!(lane.evict_head_below(9).is_none());
+        assert_eq!(lane.evict_head_below(10).map(|r| r.seq()), Some(9));
+        assert_eq!(lane.peek_seq(), None);
+    }
+
+    #[test]
     fn evict_takes_the_oldest() {
         let (lane, mut p) = Lane::create(2, Arc::new(Budget::new(2)));
         p.try_push(record(0)).unwrap();

@@ -229,6 +229,11 @@ impl Queue {
         self.shared.len() + lanes
     }
 
+    /// Lanes registered now (for tests).
+    pub(crate) fn lanes_registered(&self) -> usize {
+        lock(&self.registry.lanes).len()
+    }
+
     /// A new lane into this queue for the calling thread, small at first
     /// (see [`RING_START`]).
     pub(crate) fn new_lane(&self) -> LaneProducer {

@@ -365,4 +365,12 @@ impl SubscriptionHandle {
     pub fn stats(&self) -> SubscriptionStats {
         self.shared.stats()
     }
+
+    /// The per-thread lanes registered in its queue now: for logbus' own
+    /// tests of lane upkeep, not a stable API.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn lanes_registered(&self) -> usize {
+        self.shared.queue.lanes_registered()
+    }
 }

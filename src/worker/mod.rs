@@ -307,3 +307,29 @@ impl Worker {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use logbus_appenders::Memory;
+
+    use super::*;
+    use crate::queue::test_record;
+    use crate::subscription::Subscription;
+
+    /// A dead letter pushed after its route was told to stop is handed back
+    /// (and counted as lost by the pushing worker), never left where
+    /// nothing drains it.
+    #[test]
+    fn a_push_into_a_stopped_subscription_is_handed_back() {
+        let seq = Arc::new(CacheLine(AtomicU64::new(0)));
+        let (memory, captured) = Memory::new();
+        let builder = Subscription::builder("s", memory);
+        let sub = spawn(builder, DeadLetters::IsDeadLetter, &Pool::new(), seq).unwrap();
+        assert!(sub.push_shared(test_record(0)).is_ok());
+        assert!(stop(&sub, None));
+        assert_eq!(sub.push_shared(test_record(1)).unwrap_err().seq(), 1);
+        let stats = sub.stats();
+        assert_eq!((stats.matched, stats.written, stats.in_queue), (1, 1, 0));
+        assert_eq!(captured.records().len(), 1);
+    }
+}
