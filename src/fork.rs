@@ -9,8 +9,10 @@
 //! and takes no lock: log calls return at once and are counted in
 //! `BrokerStats::dropped_after_shutdown` (they are not routed, so no
 //! subscription counts them), `flush` returns at once, `shutdown` (dropping
-//! the guard) returns at once, `stats` shows only the broker's own counters,
-//! and `subscribe` and `unsubscribe` are refused. A child that wants to log
+//! the guard) returns at once, `stats` shows only the broker's own counters
+//! (a `SubscriptionHandle`'s, its counters without the queue), the broker
+//! shows no subscription, and subscribing, reconfiguring and unsubscribing
+//! are refused. A child that wants to log
 //! builds a new [`Broker`](crate::Broker) (or execs).
 //!
 //! Detection costs a log call one relaxed load of a global that only a

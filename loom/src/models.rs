@@ -288,3 +288,84 @@ fn removal(publisher_fences: bool) {
         "a record was enqueued after the final drain"
     );
 }
+
+/// A lane's growth inside the gate (`Queue::renew`, `LaneProducer::replace`):
+/// the producer registers a new lane after its fence, pushes there, clears
+/// the new and then the old lane's flag, then wakes. The worker's look
+/// follows `Drain::look`: each lane it knows, flag then records, and the
+/// registry's version last (`version_last`), or first, as it was before a
+/// review found the lost wake-up.
+fn growth(version_last: bool) {
+    let (old, new) = (Arc::new(Lane::default()), Arc::new(Lane::default()));
+    let version = Arc::new(AtomicUsize::new(0));
+    let waker = Arc::new(Waker::default());
+    let registered = Arc::new(AtomicBool::new(false));
+    let worker = {
+        let (old, new, version, waker, registered) = (
+            Arc::clone(&old),
+            Arc::clone(&new),
+            Arc::clone(&version),
+            Arc::clone(&waker),
+            Arc::clone(&registered),
+        );
+        thread::spawn(move || {
+            waker.register();
+            registered.store(true, Ordering::Release);
+            let mut knows_new = false;
+            loop {
+                // `Drain::refresh`, then the take.
+                knows_new |= version.load(Ordering::Acquire) == 1;
+                if knows_new && new.queued(0) {
+                    return;
+                }
+                waker.sleep(|| {
+                    let added = || {
+                        waker::Work::from(version.load(Ordering::Acquire) != usize::from(knows_new))
+                    };
+                    let first = if version_last {
+                        waker::Work::None
+                    } else {
+                        added()
+                    };
+                    let mut work = first.or(waker::look(&old.busy, || old.queued(0)));
+                    if knows_new {
+                        work = work.or(waker::look(&new.busy, || new.queued(0)));
+                    }
+                    if version_last {
+                        work = work.or(added());
+                    }
+                    work
+                });
+            }
+        })
+    };
+    while !registered.load(Ordering::Acquire) {
+        thread::yield_now();
+    }
+    old.busy.enter();
+    gate::fence();
+    version.fetch_add(1, Ordering::Release);
+    new.busy.enter();
+    new.push();
+    new.busy.leave();
+    old.busy.leave();
+    waker.wake_if_sleeping();
+    worker.join().unwrap();
+}
+
+#[test]
+fn a_growing_lane_never_leaves_the_worker_asleep() {
+    check(|| growth(true));
+}
+
+/// With the registry's version read before the flags, loom must find the
+/// worker asleep with the record in the new lane.
+#[test]
+fn reading_the_version_first_loses_a_growing_lanes_wake_up() {
+    must_fail("growth_version_first", "deadlock");
+}
+
+#[test]
+fn growth_version_first() {
+    expected_failure(|| growth(false));
+}

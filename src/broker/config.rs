@@ -65,7 +65,12 @@ impl Config {
 }
 
 impl BrokerShared {
+    /// The current configuration; in a forked child, an empty one, taken
+    /// without the lock (`fork.rs`).
     pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
+        if self.in_forked_child() {
+            return Arc::new(Snapshot::new(0, Vec::new(), None));
+        }
         Arc::clone(&lock(&self.config).snapshot)
     }
 
@@ -191,6 +196,10 @@ impl BrokerShared {
         name: &str,
         change: impl FnOnce(&mut Entry) -> Result<(), ReconfigureError>,
     ) -> Result<(), ReconfigureError> {
+        if self.in_forked_child() {
+            // No subscription is here (`fork.rs`).
+            return Err(ReconfigureError::NotFound(name.to_owned()));
+        }
         let mut config = self.lock_config();
         let mut entries = config.snapshot.entries.clone();
         let Some(entry) = entries.iter_mut().find(|e| &*e.sub.name == name) else {
@@ -202,6 +211,9 @@ impl BrokerShared {
     }
 
     pub(super) fn set_global(&self, directives: Option<Directives>) {
+        if self.in_forked_child() {
+            return;
+        }
         let mut config = self.lock_config();
         config.global = directives;
         let entries = config.snapshot.entries.clone();

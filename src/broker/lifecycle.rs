@@ -120,20 +120,29 @@ fn flush_all(subs: &[&SubShared], deadline: Instant) -> Vec<String> {
         let sent = sub.ctrl.send_deadline(Control::Flush(ack_tx), deadline);
         sub.queue.waker.wake();
         match sent {
-            Ok(()) => waiting.push((&sub.name, ack_rx)),
+            Ok(()) => waiting.push((*sub, ack_rx)),
             // The worker has exited (shut down): it has nothing left.
             Err(crossbeam_channel::SendTimeoutError::Disconnected(_)) => {}
             Err(crossbeam_channel::SendTimeoutError::Timeout(_)) => {
-                waiting.push((&sub.name, crossbeam_channel::never()));
+                waiting.push((*sub, crossbeam_channel::never()));
             }
         }
     }
     let mut pending = Vec::new();
-    for (name, ack) in waiting {
-        // Err(Disconnected) means the worker exited (shut down): nothing
-        // left to wait for.
-        if let Err(crossbeam_channel::RecvTimeoutError::Timeout) = ack.recv_deadline(deadline) {
-            pending.push(name.to_string());
+    for (sub, ack) in waiting {
+        // An acknowledgement, or the worker's end: a worker told to stop
+        // (unsubscribe, shutdown) drains everything before it ends, and may
+        // end with our request still in its control channel, unread (the
+        // channel keeps it, and our `ack` sender with it, for as long as the
+        // subscription exists), so `done` disconnecting ends the wait too.
+        let left = deadline.saturating_duration_since(Instant::now());
+        let answered = crossbeam_channel::select! {
+            recv(ack) -> _ => true,
+            recv(sub.done) -> _ => true,
+            default(left) => false,
+        };
+        if !answered {
+            pending.push(sub.name.to_string());
         }
     }
     pending

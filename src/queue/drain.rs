@@ -105,16 +105,19 @@ impl Drain {
     }
 
     /// The worker's look before it parks (`waker.rs`): each source's gate
-    /// first, then its records; and new lanes.
+    /// first, then its records; then new lanes. The registry version is read
+    /// last: a producer that grew its lane registered the new one after its
+    /// gate fence, so only a flag seen cleared (Acquire, after the push into
+    /// the new lane) makes that registration visible (a review found the
+    /// wake-up lost with the version read first; `loom/` models it).
     pub(crate) fn look(&self, queue: &Queue) -> Work {
-        // Acquire: pairs with `Registry::change`.
-        if queue.registry.version.load(Ordering::Acquire) != self.lanes_seen {
-            return Work::Ready;
-        }
         let shared = waker::look_shared(&queue.gate, || queue.shared.len() > 0);
-        self.lanes.iter().fold(shared, |work, lane| {
+        let work = self.lanes.iter().fold(shared, |work, lane| {
             work.or(waker::look(lane.busy(), || lane.len() > 0))
-        })
+        });
+        // Acquire: pairs with `Registry::change`.
+        let added = queue.registry.version.load(Ordering::Acquire) != self.lanes_seen;
+        work.or(Work::from(added))
     }
 
     /// Forgets lanes whose publisher is gone and which are drained: the

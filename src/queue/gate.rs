@@ -36,7 +36,13 @@
 //! configuration, and nothing is enqueued after a worker's final drain. A
 //! lane registered after the remover copied the lane list was registered
 //! under the subscription's registry lock after the bump, so its producer
-//! sees the new generation too. The same flags and fence serve the worker's
+//! sees the new generation too. A producer that moves to a new lane inside
+//! its gate (`LaneProducer::replace`: a lane's growth) sets the new lane's
+//! flag before it closes the old one (`Release`), and keeps the old flag set
+//! until it leaves: a remover that copied the list before the new lane was
+//! registered waits on the old flag; one that copied it after the drain
+//! forgot the old lane (which it does only after reading it closed) sees
+//! the new flag. The same flags and fence serve the worker's
 //! wake-up (`waker.rs`), and `loom/` model-checks both uses.
 //!
 //! Publishers run no user code inside the gate (the record is built and

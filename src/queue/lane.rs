@@ -129,6 +129,7 @@ impl Lane {
             places: 0,
             peers: Vec::new(),
             peers_version: usize::MAX,
+            pushed_since_move: 0,
             retired: Vec::new(),
         };
         (lane, producer)
@@ -319,6 +320,10 @@ pub(crate) struct LaneProducer {
     /// finished lanes alive.
     pub(super) peers: Vec<Arc<Lane>>,
     pub(super) peers_version: usize,
+    /// Records pushed since the producer last moved to another lane: a
+    /// burst is taken to be over only after many times the ring's size went
+    /// through without filling it (see `Queue::RING_START`).
+    pushed_since_move: usize,
     /// Lanes this producer replaced inside its current gate (`replace`):
     /// their busy flags stay set until it leaves, so that a remover that
     /// saw only an old lane still waits for the push into the new one.
@@ -351,6 +356,7 @@ impl LaneProducer {
             .store(Arc::into_raw(record).cast_mut(), Ordering::Relaxed);
         self.tail += 1;
         self.places -= 1;
+        self.pushed_since_move += 1;
         lane.tail.store(self.tail, Ordering::Release);
         Ok(())
     }
@@ -371,9 +377,14 @@ impl LaneProducer {
         self.tail - self.head_seen >= self.lane.capacity
     }
 
-    /// Whether everything pushed into the current lane was taken (one
-    /// `Acquire` load of the worker's `head`: call it rarely).
-    pub(crate) fn is_drained(&mut self) -> bool {
+    /// Whether the lane's ring is larger than this producer needs: more
+    /// than `quiet` times its size went through it since the producer moved
+    /// to it, and everything was taken (one `Acquire` load of the worker's
+    /// `head`, made only once the count is reached: call it rarely).
+    pub(crate) fn outgrew(&mut self, quiet: usize) -> bool {
+        if self.pushed_since_move <= self.lane.capacity.saturating_mul(quiet) {
+            return false;
+        }
         self.head_seen = self.lane.head.load(Ordering::Acquire);
         self.head_seen == self.tail
     }
@@ -393,6 +404,7 @@ impl LaneProducer {
         old.closed.store(true, Ordering::Release);
         self.tail = 0;
         self.head_seen = 0;
+        self.pushed_since_move = 0;
         self.retired.push(old);
     }
 

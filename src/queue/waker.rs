@@ -31,6 +31,12 @@
 //!   after missing its record, and `unpark` before `park` is not lost (the
 //!   thread's token).
 //!
+//! A producer may register a new lane inside its gate (a lane's growth,
+//! after its fence): it pushes there, then clears its old lane's flag, so a
+//! worker that reads that flag cleared (`Acquire`) and only then the
+//! registry's version sees the new lane (`Drain::look` reads the version
+//! last). A first lane is registered before its producer's fence.
+//!
 //! A worker that found a flag set must not park: P may have read
 //! `sleeping` before the worker stored it. It yields and looks again, and
 //! if the publisher stays inside (blocked under `Block` on another
@@ -167,7 +173,7 @@ impl Waker {
                 }
                 Work::Busy => {
                     let doublings = (busy - BUSY_YIELDS).min(5);
-                    busy += 1;
+                    busy = busy.saturating_add(1);
                     nap((Duration::from_micros(50) * (1 << doublings)).min(BUSY_NAP_MAX));
                 }
                 Work::None => {

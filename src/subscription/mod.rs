@@ -255,6 +255,9 @@ pub(crate) struct SubShared {
     /// Disconnects when the worker thread has finished, whoever joins it:
     /// lets several parties (shutdown, a background unsubscribe) wait.
     pub(crate) done: crossbeam_channel::Receiver<()>,
+    /// The fork generation the subscription was made in (`fork.rs`): in a
+    /// forked child its stats take no lock.
+    pub(crate) fork_generation: u64,
 }
 
 impl fmt::Debug for SubShared {
@@ -283,7 +286,13 @@ impl SubShared {
         let dead_lettered = Counters::get(&c.dead_lettered);
         let lost = Counters::get(&c.lost);
         let taken = Counters::get(&c.taken);
-        let queued = self.queue.len() as u64;
+        // In a forked child the queue's lock may be held for ever, and what
+        // is queued is the parent's (`fork.rs`).
+        let queued = if crate::fork::forked_since(self.fork_generation) {
+            0
+        } else {
+            self.queue.len() as u64
+        };
         let dropped = Counters::get(&c.dropped);
         let in_hand = taken.saturating_sub(written + dead_lettered + lost);
         // `matched` counts records at enqueue time; a record in the worker's

@@ -83,6 +83,7 @@ pub(crate) fn spawn(
         ctrl: ctrl_tx,
         worker: Mutex::new(None),
         done: done_rx,
+        fork_generation: crate::fork::generation(),
     });
     let worker = Worker {
         appender: builder.appender,
