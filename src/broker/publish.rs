@@ -214,6 +214,7 @@ impl<'v, 'i> PublishGate<'v, 'i> {
     /// Marks this thread's lane into each subscription `ids` names busy,
     /// making the lanes it lacks (or, `shared`, enters their shared gates).
     /// The caller then issues the fence.
+    #[inline]
     fn enter(
         snapshot: &'v Snapshot,
         lanes: &'v mut [Option<LaneProducer>],
@@ -240,6 +241,7 @@ impl<'v, 'i> PublishGate<'v, 'i> {
 
     /// Enqueues `record` into the subscription at snapshot index `i`; what
     /// the overflow policy drops goes to `spill`.
+    #[inline]
     fn push(&mut self, i: u32, record: Arc<Record>, spill: impl FnMut(Arc<Record>)) {
         let sub = &*self.snapshot.entries[i as usize].sub;
         match &mut self.lanes[i as usize] {
@@ -252,6 +254,7 @@ impl<'v, 'i> PublishGate<'v, 'i> {
 impl Drop for PublishGate<'_, '_> {
     /// Leaves every gate, then wakes the workers that said they sleep: the
     /// publisher's half of the wake-up protocol (`queue/waker.rs`).
+    #[inline]
     fn drop(&mut self) {
         // Shared passes leave as they drop.
         if self.shared.take().is_none() {
