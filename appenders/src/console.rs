@@ -85,8 +85,8 @@ fn env_color_choice(is_terminal: bool) -> bool {
 /// Writes each record as one laid-out line to stdout, stderr, or both.
 ///
 /// The lines of a call are written whole, one write per stream for an
-/// ordinary batch, before [`append`](Appender::append) or
-/// [`append_batch`](Appender::append_batch) returns, so a record counted as
+/// ordinary batch, before [`append`](crate::Appender::append) or
+/// [`append_batch`](crate::Appender::append_batch) returns, so a record counted as
 /// written was handed to the OS. With [`ConsoleTarget::Split`], the lines
 /// rendered for one stream are written before a line goes to the other, so
 /// the two streams interleave in record order on a terminal.

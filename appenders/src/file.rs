@@ -25,8 +25,8 @@ use crate::render::Pipeline;
 ///   planted.
 /// - The lines of a call are rendered into a buffer and written to the file
 ///   (one `write(2)` for an ordinary batch) before
-///   [`append`](Appender::append) or
-///   [`append_batch`](Appender::append_batch) returns, so a record counted
+///   [`append`](crate::Appender::append) or
+///   [`append_batch`](crate::Appender::append_batch) returns, so a record counted
 ///   as written is in the file (in the OS's page cache: there is no
 ///   `fsync`), and an error such as a full disk is reported for the exact
 ///   records it hit. A crash or a failed write mid-line leaves at most one
@@ -39,7 +39,7 @@ use crate::render::Pipeline;
 ///   before the first write after a flush (the broker flushes when its
 ///   queue runs empty), and at most a second later during a flood, and the
 ///   path is reopened.
-/// - Every I/O error is returned as an [`AppendError`] naming the operation
+/// - Every I/O error is returned as an [`AppendError`](crate::AppendError) naming the operation
 ///   and the path.
 ///
 /// | Builder method | Default |

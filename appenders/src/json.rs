@@ -37,8 +37,8 @@ const LAYOUT_CONTRADICTION: &str = "a layout has no effect on a JSON appender";
 ///   order (valid JSON; most readers keep the last).
 ///
 /// The lines of a call are written to the destination (one `write(2)` for
-/// an ordinary batch) before [`append`](Appender::append) or
-/// [`append_batch`](Appender::append_batch) returns, so a record counted as
+/// an ordinary batch) before [`append`](crate::Appender::append) or
+/// [`append_batch`](crate::Appender::append_batch) returns, so a record counted as
 /// written was handed to the OS, and an error such as a full disk is
 /// reported for the exact records it hit; a failed write mid-line leaves at
 /// most one partial line, terminated before the next record.
@@ -83,7 +83,7 @@ impl JsonAppender {
     ///
     /// Each call's lines are handed to `writer` before it returns; a writer
     /// that buffers itself (a `BufWriter`) defers them to
-    /// [`flush`](Appender::flush), and its errors with them.
+    /// [`flush`](crate::Appender::flush), and its errors with them.
     ///
     /// # Examples
     ///

@@ -80,10 +80,12 @@ fn work_until(sub: &Sub, records: usize) {
             continue;
         }
         sub.waker.sleep(|| {
-            let shared = waker::look_shared(&sub.shared_gate, || {
+            let shared = waker::look(sub.shared_gate.is_set(), || {
                 sub.shared.load(Ordering::Acquire) > shared_head
             });
-            shared.or(waker::look(&sub.lane.busy, || sub.lane.queued(lane_head)))
+            shared.or(waker::look(sub.lane.busy.is_set(), || {
+                sub.lane.queued(lane_head)
+            }))
         });
     }
 }
@@ -327,9 +329,9 @@ fn growth(version_last: bool) {
                     } else {
                         added()
                     };
-                    let mut work = first.or(waker::look(&old.busy, || old.queued(0)));
+                    let mut work = first.or(waker::look(old.busy.is_set(), || old.queued(0)));
                     if knows_new {
-                        work = work.or(waker::look(&new.busy, || new.queued(0)));
+                        work = work.or(waker::look(new.busy.is_set(), || new.queued(0)));
                     }
                     if version_last {
                         work = work.or(added());

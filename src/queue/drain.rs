@@ -111,9 +111,9 @@ impl Drain {
     /// the new lane) makes that registration visible (a review found the
     /// wake-up lost with the version read first; `loom/` models it).
     pub(crate) fn look(&self, queue: &Queue) -> Work {
-        let shared = waker::look_shared(&queue.gate, || queue.shared.len() > 0);
+        let shared = waker::look(queue.gate.is_set(), || queue.shared.len() > 0);
         let work = self.lanes.iter().fold(shared, |work, lane| {
-            work.or(waker::look(lane.busy(), || lane.len() > 0))
+            work.or(waker::look(lane.busy().is_set(), || lane.len() > 0))
         });
         // Acquire: pairs with `Registry::change`.
         let added = queue.registry.version.load(Ordering::Acquire) != self.lanes_seen;
