@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::broker::{Broker, DEFAULT_FLUSH_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT};
 use crate::error::InstallError;
+use crate::journal::Journal;
 use crate::log_backend::{self, LoggerGuard};
 use crate::subscription::SubscriptionBuilder;
 
@@ -18,6 +19,7 @@ pub fn builder() -> Builder {
 /// |---|---|
 /// | appenders | none |
 /// | dead-letter appender | none: failed records are counted as `lost` |
+/// | journal | none (see [`Journal`]) |
 /// | flush timeout | [`DEFAULT_FLUSH_TIMEOUT`] (5 s) |
 /// | shutdown timeout | [`DEFAULT_SHUTDOWN_TIMEOUT`] (30 s) |
 ///
@@ -42,6 +44,7 @@ pub fn builder() -> Builder {
 pub struct Builder {
     appenders: Vec<SubscriptionBuilder>,
     dead_letter: Option<SubscriptionBuilder>,
+    journal: Option<Journal>,
     flush_timeout: Duration,
     shutdown_timeout: Duration,
 }
@@ -58,6 +61,7 @@ impl Builder {
         Builder {
             appenders: Vec::new(),
             dead_letter: None,
+            journal: None,
             flush_timeout: DEFAULT_FLUSH_TIMEOUT,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
         }
@@ -75,6 +79,13 @@ impl Builder {
     /// [`BrokerHandle::set_dead_letter`](crate::BrokerHandle::set_dead_letter).
     pub fn dead_letter(mut self, subscription: SubscriptionBuilder) -> Self {
         self.dead_letter = Some(subscription);
+        self
+    }
+
+    /// Sets up the broker's journal of recent records: replay, flight
+    /// recorders, [`BrokerHandle::journal`](crate::BrokerHandle::journal).
+    pub fn journal(mut self, journal: Journal) -> Self {
+        self.journal = Some(journal);
         self
     }
 
@@ -96,9 +107,13 @@ impl Builder {
     /// # Errors
     ///
     /// [`InstallError::Subscribe`] if a subscription is rejected (malformed
-    /// pattern, duplicate name, zero capacity).
+    /// pattern, duplicate name, zero capacity), [`InstallError::Journal`]
+    /// if the journal's settings are.
     pub fn build(self) -> Result<Broker, InstallError> {
         let broker = Broker::with_timeouts(self.flush_timeout, self.shutdown_timeout);
+        if let Some(journal) = &self.journal {
+            broker.set_journal(journal.clone())?;
+        }
         if let Some(dead_letter) = self.dead_letter {
             broker.set_dead_letter(dead_letter)?;
         }

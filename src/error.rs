@@ -63,6 +63,10 @@ pub enum SubscribeError {
     Spawn(std::io::Error),
     /// A dead-letter route is already set.
     DeadLetterExists,
+    /// A replay or a flight recorder needs the broker's journal:
+    /// [`Builder::journal`](crate::Builder::journal) or
+    /// [`BrokerHandle::set_journal`](crate::BrokerHandle::set_journal).
+    NoJournal,
 }
 
 impl fmt::Display for SubscribeError {
@@ -80,6 +84,9 @@ impl fmt::Display for SubscribeError {
             SubscribeError::ShutDown => f.write_str("the broker has been shut down"),
             SubscribeError::Spawn(_) => f.write_str("could not spawn the worker thread"),
             SubscribeError::DeadLetterExists => f.write_str("a dead-letter route is already set"),
+            SubscribeError::NoJournal => f.write_str(
+                "a replay or a flight recorder needs a journal: set one with Builder::journal or BrokerHandle::set_journal",
+            ),
         }
     }
 }
@@ -97,6 +104,86 @@ impl StdError for SubscribeError {
 impl From<TopicParseError> for SubscribeError {
     fn from(e: TopicParseError) -> SubscribeError {
         SubscribeError::Pattern(e)
+    }
+}
+
+/// Why [`BrokerHandle::replace`](crate::BrokerHandle::replace) refused.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ReplaceError {
+    /// No subscription has this name.
+    NotFound(String),
+    /// The new subscription asked for a replay: the old one writes those
+    /// records.
+    Replay,
+    /// The new subscription was refused, as by `subscribe`.
+    Subscribe(SubscribeError),
+}
+
+impl fmt::Display for ReplaceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplaceError::NotFound(name) => write!(f, "no subscription named {name:?}"),
+            ReplaceError::Replay => f.write_str(
+                "a replacing subscription cannot replay: the old one writes those records",
+            ),
+            ReplaceError::Subscribe(_) => f.write_str("the new subscription was refused"),
+        }
+    }
+}
+
+impl StdError for ReplaceError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            ReplaceError::Subscribe(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<SubscribeError> for ReplaceError {
+    fn from(e: SubscribeError) -> ReplaceError {
+        ReplaceError::Subscribe(e)
+    }
+}
+
+/// Why journal settings or a journal request were refused.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum JournalError {
+    /// [`Journal::records`](crate::Journal::records) was zero.
+    ZeroRecords,
+    /// [`Journal::bytes`](crate::Journal::bytes) was zero.
+    ZeroBytes,
+    /// A topic pattern was malformed.
+    Pattern(TopicParseError),
+    /// The broker has been shut down.
+    ShutDown,
+}
+
+impl fmt::Display for JournalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JournalError::ZeroRecords => f.write_str("journal record limit must be at least 1"),
+            JournalError::ZeroBytes => f.write_str("journal byte limit must be at least 1"),
+            JournalError::Pattern(_) => f.write_str("invalid journal topic pattern"),
+            JournalError::ShutDown => f.write_str("the broker has been shut down"),
+        }
+    }
+}
+
+impl StdError for JournalError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            JournalError::Pattern(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<TopicParseError> for JournalError {
+    fn from(e: TopicParseError) -> JournalError {
+        JournalError::Pattern(e)
     }
 }
 
@@ -126,6 +213,8 @@ pub enum InstallError {
     Subscribe(SubscribeError),
     /// A `log` backend is already installed in this process.
     AlreadyInstalled,
+    /// The journal's settings were refused.
+    Journal(JournalError),
 }
 
 impl fmt::Display for InstallError {
@@ -135,6 +224,7 @@ impl fmt::Display for InstallError {
             InstallError::AlreadyInstalled => {
                 f.write_str("a logger is already installed as the `log` backend")
             }
+            InstallError::Journal(_) => f.write_str("the journal's settings were refused"),
         }
     }
 }
@@ -143,8 +233,15 @@ impl StdError for InstallError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         match self {
             InstallError::Subscribe(e) => Some(e),
+            InstallError::Journal(e) => Some(e),
             InstallError::AlreadyInstalled => None,
         }
+    }
+}
+
+impl From<JournalError> for InstallError {
+    fn from(e: JournalError) -> InstallError {
+        InstallError::Journal(e)
     }
 }
 

@@ -150,6 +150,7 @@ mod directive;
 mod error;
 mod fork;
 mod init;
+mod journal;
 mod log_backend;
 mod queue;
 mod recycle;
@@ -174,8 +175,16 @@ pub use crate::{
     broker::{Broker, BrokerHandle, DEFAULT_FLUSH_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT},
     builder::{builder, Builder},
     directive::{DirectiveError, DirectiveErrorKind, Directives},
-    error::{FlushError, InstallError, ReconfigureError, SubscribeError, UnsubscribeError},
+    error::{
+        FlushError, InstallError, JournalError, ReconfigureError, ReplaceError, SubscribeError,
+        UnsubscribeError,
+    },
     init::{init, try_init, InitError, ENV_VAR},
+    journal::{
+        FlightRecorder, Journal, JournalIter, JournalQuery, JournalReader, JournalStats, Replay,
+        ReplayGap, ReplayReport, Retention, CONTEXT_KEY, DEFAULT_JOURNAL_BYTES,
+        DEFAULT_JOURNAL_RECORDS, JOURNAL_SLACK_PER_RECORD,
+    },
     log_backend::LoggerGuard,
     queue::{OverflowPolicy, DEFAULT_CAPACITY, MAX_CAPACITY},
     retry::{BreakerState, CircuitBreaker, RetryPolicy},

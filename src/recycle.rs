@@ -78,7 +78,13 @@ impl Recycled {
     pub(crate) fn release(record: Arc<Record>, attempts: u32) -> Option<Recycled> {
         // AcqRel: the last decrementer sees everything the others did with
         // the record before their decrement.
-        if produce::holders(&record).fetch_sub(1, Ordering::AcqRel) != 1 {
+        let before = produce::holders(&record).fetch_sub(1, Ordering::AcqRel);
+        if before & JOURNALED != 0 {
+            // The journal holds it; it recycles the record when it lets go
+            // (`Stash::keep`).
+            return None;
+        }
+        if before != 1 {
             return None; // another subscription is not done with it yet
         }
         let mut record = record;
@@ -106,12 +112,22 @@ impl Recycled {
     }
 }
 
+/// Set in a record's holders count when the journal holds it too: its
+/// workers then never reuse it (the journal does, once it lets go and no
+/// one else holds it). A replay's worker decrements a count that is not
+/// its own; the flag survives that (it is far above any count), and
+/// reuse never rests on the count alone: `Recycled::new` proves the
+/// record unique.
+const JOURNALED: usize = 1 << (usize::BITS - 2);
+
 /// Says how many subscriptions `record` is about to be enqueued into, so
-/// that the last of their workers reuses it.
-pub(crate) fn set_holders(record: &Record, holders: usize) {
+/// that the last of their workers reuses it, and whether the journal
+/// holds it.
+pub(crate) fn set_holders(record: &Record, holders: usize, journaled: bool) {
+    let flag = if journaled { JOURNALED } else { 0 };
     // Relaxed: published with the record by each queue's Release store
     // (a lane's tail, the channel's slot), which the workers acquire.
-    produce::holders(record).store(holders, Ordering::Relaxed);
+    produce::holders(record).store(holders | flag, Ordering::Relaxed);
 }
 
 /// The broker's bounded pool of recycled records, in batches of [`BATCH`].
@@ -157,6 +173,15 @@ impl Stash {
     /// for reuse, if the subscription that dropped it was the last one
     /// holding it: under a flood with a stalled appender every record ends
     /// this way, and freeing it made the next log call allocate.
+    /// Keeps a record the journal released, if no one else holds it.
+    pub(crate) fn keep(&mut self, record: Arc<Record>) {
+        if self.0.len() < STASH_CAP {
+            if let Ok(recycled) = Recycled::new(record) {
+                self.0.push(recycled);
+            }
+        }
+    }
+
     pub(crate) fn reclaim(&mut self, record: Arc<Record>) {
         if let Some(recycled) = Recycled::release(record, 1) {
             if self.0.len() < STASH_CAP {
@@ -221,7 +246,7 @@ mod tests {
     #[test]
     fn only_the_last_holder_gets_the_record_back() {
         let first = record();
-        set_holders(&first, 2);
+        set_holders(&first, 2, false);
         let second = Arc::clone(&first);
         // One subscription done: not the last, whatever the references.
         assert!(Recycled::release(first, 8).is_none());

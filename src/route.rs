@@ -17,9 +17,10 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use log::LevelFilter;
 
-use logbus_appenders::{Level, Topic};
+use logbus_appenders::{Level, Record, Topic};
 
 use crate::directive::Directives;
+use crate::journal::{JournalRoute, Recorder};
 use crate::queue::LaneProducer;
 use crate::recycle::Stash;
 use crate::subscription::{Predicate, SubShared};
@@ -34,6 +35,10 @@ pub(crate) struct Entry {
     /// `RUST_LOG`-style directives, checked with the level threshold.
     pub(crate) directives: Option<Directives>,
     pub(crate) predicate: Option<Predicate>,
+    /// Records whose `seq` is below this skip the subscription: a replay
+    /// delivered them (`journal/replay.rs`). 0 for any other.
+    pub(crate) live_from: u64,
+    pub(crate) recorder: Option<Arc<Recorder>>,
 }
 
 impl Entry {
@@ -46,11 +51,27 @@ impl Entry {
                 .map_or(true, |d| d.enabled(level, target))
     }
 
-    /// The loosest level this entry can accept.
+    /// Whether this entry takes `record` by pattern, level and directives,
+    /// and the broker-wide directives `global`: routing's decision for one
+    /// record (a replay's, under the journal's lock: no user code).
+    pub(crate) fn wants(&self, global: Option<&Directives>, record: &Record) -> bool {
+        let (level, target) = (record.level(), record.target());
+        global.map_or(true, |d| d.enabled(level, target))
+            && self.accepts(level, target)
+            && self
+                .patterns
+                .iter()
+                .any(|p| p.matches(record.topic().as_str()))
+    }
+
+    /// The loosest level this entry can accept, or its flight recorder
+    /// keep.
     fn max_level(&self) -> LevelFilter {
-        self.directives
+        let own = self
+            .directives
             .as_ref()
-            .map_or(self.level, |d| d.max_level().min(self.level))
+            .map_or(self.level, |d| d.max_level().min(self.level));
+        self.recorder.as_ref().map_or(own, |r| own.max(r.keep))
     }
 }
 
@@ -62,6 +83,8 @@ impl Clone for Entry {
             level: self.level,
             directives: self.directives.clone(),
             predicate: self.predicate.clone(),
+            live_from: self.live_from,
+            recorder: self.recorder.clone(),
         }
     }
 }
@@ -74,6 +97,8 @@ pub(crate) struct Snapshot {
     pub(crate) entries: Vec<Entry>,
     /// Broker-wide directives every record must also pass.
     pub(crate) global: Option<Directives>,
+    /// The journal, and what it keeps of its own accord.
+    pub(crate) journal: Option<JournalRoute>,
     trie: PatternTrie,
     /// The loosest level any subscription accepts.
     pub(crate) max_level: LevelFilter,
@@ -84,6 +109,7 @@ impl Snapshot {
         generation: u64,
         entries: Vec<Entry>,
         global: Option<Directives>,
+        journal: Option<JournalRoute>,
     ) -> Snapshot {
         let mut trie = PatternTrie::new();
         for (id, entry) in entries.iter().enumerate() {
@@ -94,6 +120,7 @@ impl Snapshot {
         let max_level = entries
             .iter()
             .map(Entry::max_level)
+            .chain(journal.as_ref().map(|j| j.level))
             .max()
             .unwrap_or(LevelFilter::Off)
             .min(
@@ -105,6 +132,7 @@ impl Snapshot {
             generation,
             entries,
             global,
+            journal,
             trie,
             max_level,
         }
@@ -117,7 +145,7 @@ impl Snapshot {
             .global
             .as_ref()
             .map_or(true, |d| d.enabled(level, target));
-        let entries = if globally {
+        let entries: Box<[u32]> = if globally {
             self.trie
                 .matching(topic.as_str())
                 .into_iter()
@@ -127,7 +155,24 @@ impl Snapshot {
         } else {
             Box::default()
         };
-        Route { topic, entries }
+        let journal = globally
+            && self.journal.as_ref().is_some_and(|journal| {
+                journal.keeps(level, topic.as_str())
+                    || self.entries.iter().any(|e| {
+                        e.recorder
+                            .as_ref()
+                            .is_some_and(|r| r.keeps(level, topic.as_str(), e.level))
+                    })
+            });
+        let recorders = entries
+            .iter()
+            .any(|&i| self.entries[i as usize].recorder.is_some());
+        Route {
+            topic,
+            entries,
+            journal,
+            recorders,
+        }
     }
 }
 
@@ -136,6 +181,11 @@ pub(crate) struct Route {
     pub(crate) topic: Topic,
     /// Indices into `Snapshot::entries`, ascending.
     pub(crate) entries: Box<[u32]>,
+    /// Whether the journal keeps these records (they are built even when
+    /// no subscription wants them).
+    pub(crate) journal: bool,
+    /// Whether one of `entries` has a flight recorder.
+    pub(crate) recorders: bool,
 }
 
 /// Most topics interned for the life of the process. Targets are nearly

@@ -7,9 +7,11 @@
 //! code runs under the lock: retired snapshots (which own predicates) are
 //! dropped after it is released.
 
+use super::journal::finish_replay;
 use super::BrokerShared;
 use crate::directive::Directives;
 use crate::error::{ReconfigureError, SubscribeError, UnsubscribeError};
+use crate::journal::JournalRoute;
 use crate::queue::MAX_CAPACITY;
 use crate::route::{Entry, Snapshot};
 use crate::stats::SubscriptionStats;
@@ -45,6 +47,8 @@ pub(super) struct Config {
     pub(super) snapshot: Arc<Snapshot>,
     /// Broker-wide directives, copied into every new snapshot.
     global: Option<Directives>,
+    /// The journal, copied into every new snapshot (`broker/journal.rs`).
+    pub(super) journal: Option<JournalRoute>,
     pub(super) shut_down: bool,
     /// Subscriptions being removed: routing has stopped, their workers are
     /// still draining (possibly feeding the dead-letter route). Shutdown
@@ -58,6 +62,7 @@ impl Config {
         Config {
             snapshot: Arc::new(snapshot),
             global: None,
+            journal: None,
             shut_down: false,
             removing: Vec::new(),
         }
@@ -69,7 +74,7 @@ impl BrokerShared {
     /// without the lock (`fork.rs`).
     pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
         if self.in_forked_child() {
-            return Arc::new(Snapshot::new(0, Vec::new(), None));
+            return Arc::new(Snapshot::new(0, Vec::new(), None, None));
         }
         Arc::clone(&lock(&self.config).snapshot)
     }
@@ -90,7 +95,12 @@ impl BrokerShared {
     /// Publishes `entries` as the new snapshot, with the config lock held.
     pub(super) fn publish_snapshot(&self, config: &mut ConfigLock<'_>, entries: Vec<Entry>) {
         let generation = config.snapshot.generation + 1;
-        let next = Arc::new(Snapshot::new(generation, entries, config.global.clone()));
+        let next = Arc::new(Snapshot::new(
+            generation,
+            entries,
+            config.global.clone(),
+            config.journal.clone(),
+        ));
         let old = std::mem::replace(&mut config.snapshot, next);
         config.retired.push(old);
         // SeqCst: the gate protocol (see `queue/gate.rs`) needs this store
@@ -101,30 +111,66 @@ impl BrokerShared {
         }
     }
 
+    /// Adds a subscription; one that replays starts from the journal
+    /// (`journal/replay.rs` has the hand-over and why it is exact).
     pub(super) fn subscribe(
         &self,
         builder: SubscriptionBuilder,
     ) -> Result<SubscriptionHandle, SubscribeError> {
         let patterns = builder.parsed_patterns()?;
+        let recorder = match &builder.recorder {
+            Some(recorder) => Some(Arc::new(recorder.build()?)),
+            None => None,
+        };
         if self.in_forked_child() {
             return Err(SubscribeError::ShutDown);
         }
         let mut config = self.lock_config();
         self.check_new(&config, &builder)?;
-        let level = builder.level;
+        let journal = config.journal.clone();
+        if journal.is_none() && (builder.replay.is_some() || recorder.is_some()) {
+            return Err(SubscribeError::NoJournal);
+        }
+        let (replay, level) = (builder.replay, builder.level);
         let directives = builder.directives.clone();
         let predicate = builder.predicate.clone();
         let dead_letters = DeadLetters::Route(Arc::clone(&self.dead_letters));
         let sub = worker::spawn(builder, dead_letters, &self.pool, Arc::clone(&self.seq))?;
-        let mut entries = config.snapshot.entries.clone();
-        entries.push(Entry {
+        let mut entry = Entry {
             sub: Arc::clone(&sub),
             patterns,
             level,
             directives,
-            predicate,
-        });
-        self.publish_snapshot(&mut config, entries);
+            predicate: predicate.clone(),
+            live_from: 0,
+            recorder,
+        };
+        let mut entries = config.snapshot.entries.clone();
+        let replayed = match (replay, journal) {
+            (Some(replay), Some(journal)) => {
+                sub.queue.front.hold();
+                let ring = journal.core.lock();
+                // Relaxed, under the journal's lock: see `journal/replay.rs`.
+                let live_from = self.seq.load(Ordering::Relaxed);
+                let global = config.snapshot.global.as_ref();
+                let set = ring.replay(replay, live_from, |r| entry.wants(global, r));
+                entry.live_from = set.live_from;
+                entries.push(entry);
+                self.publish_snapshot(&mut config, entries);
+                drop(ring);
+                Some(set)
+            }
+            _ => {
+                entries.push(entry);
+                self.publish_snapshot(&mut config, entries);
+                None
+            }
+        };
+        // The predicate is user code: run it with no lock held.
+        drop(config);
+        if let Some(set) = replayed {
+            finish_replay(&sub, set, predicate.as_deref());
+        }
         Ok(SubscriptionHandle { shared: sub })
     }
 
@@ -158,6 +204,17 @@ impl BrokerShared {
         config: &ConfigLock<'_>,
         builder: &SubscriptionBuilder,
     ) -> Result<(), SubscribeError> {
+        self.check_replacing(config, builder, None)
+    }
+
+    /// [`check_new`](Self::check_new) for a subscription that takes the
+    /// place of `replacing` (whose name it may reuse).
+    pub(super) fn check_replacing(
+        &self,
+        config: &ConfigLock<'_>,
+        builder: &SubscriptionBuilder,
+        replacing: Option<&str>,
+    ) -> Result<(), SubscribeError> {
         if builder.name.is_empty() {
             return Err(SubscribeError::EmptyName);
         }
@@ -177,7 +234,7 @@ impl BrokerShared {
             .snapshot
             .entries
             .iter()
-            .any(|e| *e.sub.name == *builder.name)
+            .any(|e| *e.sub.name == *builder.name && Some(&*e.sub.name) != replacing)
             || self
                 .dead_letters
                 .get()
@@ -244,6 +301,14 @@ impl BrokerShared {
             config.removing.push(Arc::clone(&entry.sub));
             entry.sub
         };
+        Ok(self.finish_removal(sub))
+    }
+
+    /// Drains and joins a subscription taken out of the snapshot (and put
+    /// on `removing`); returns its final counters. On a worker thread it
+    /// does not wait: a fresh thread finishes the removal.
+    pub(super) fn finish_removal(self: &Arc<Self>, sub: Arc<SubShared>) -> SubscriptionStats {
+        let name = &sub.name;
         if thread_role::on_worker_thread() {
             // We may be this subscription's own worker, or another worker
             // that it waits on: finish the removal on a fresh thread.
@@ -260,11 +325,11 @@ impl BrokerShared {
                     "logbus: could not spawn a thread to finish unsubscribing {name:?}; it completes at shutdown"
                 ));
             }
-            return Ok(sub.stats());
+            return sub.stats();
         }
         worker::stop(&sub, None);
         self.removed(&sub);
-        Ok(sub.stats())
+        sub.stats()
     }
 
     /// A removal is complete: its worker is joined.

@@ -6,6 +6,7 @@
 //! | `config.rs` | configuration as immutable snapshots: subscribe, reconfigure, unsubscribe |
 //! | `publish.rs` | the caller's path: route, build the record, pass the gates, push |
 //! | `lifecycle.rs` | flush barriers and shutdown |
+//! | `journal.rs` | the journal's settings and reader, a replay's last step, loss-free replacement |
 //!
 //! `Broker` dereferences to `BrokerHandle` on purpose: a `Broker` *is* a
 //! handle that also owns the broker's life (it shuts down on drop), as a
@@ -17,6 +18,7 @@
 //! dereferences to `BrokerHandle` for the same reason.
 
 mod config;
+mod journal;
 mod lifecycle;
 mod publish;
 
@@ -34,8 +36,9 @@ use crate::error::{FlushError, ReconfigureError, SubscribeError, UnsubscribeErro
 use crate::recycle::Pool;
 use crate::route::{self, Snapshot};
 use crate::stats::{BrokerStats, Counters, ShutdownReport, SubscriptionStats};
-use crate::subscription::{PatternSource, SubShared, SubscriptionBuilder, SubscriptionHandle};
+use crate::subscription::{SubShared, SubscriptionBuilder, SubscriptionHandle};
 use crate::sync::{Arc, AtomicBool, AtomicU64, CacheLine, Mutex, OnceLock, Ordering};
+use crate::topic::PatternSource;
 
 /// How long [`BrokerHandle::flush`] (and `log::logger().flush()`) waits by
 /// default.
@@ -169,7 +172,7 @@ impl Broker {
         let shared = BrokerShared {
             // Relaxed: only uniqueness matters.
             id: NEXT_BROKER_ID.fetch_add(1, Ordering::Relaxed),
-            config: Mutex::new(Config::new(Snapshot::new(0, Vec::new(), None))),
+            config: Mutex::new(Config::new(Snapshot::new(0, Vec::new(), None, None))),
             generation: AtomicU64::new(0),
             seq: Arc::new(CacheLine(AtomicU64::new(0))),
             closed: AtomicBool::new(false),
@@ -351,7 +354,7 @@ impl BrokerHandle {
             .iter()
             .map(|p| PatternSource::Text(p.as_ref().to_owned()))
             .collect();
-        let parsed = crate::subscription::parse_patterns(&sources)?;
+        let parsed = crate::topic::parse_patterns(&sources)?;
         self.shared.reconfigure(name, move |entry| {
             entry.patterns = parsed;
             Ok(())

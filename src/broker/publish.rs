@@ -8,8 +8,13 @@
 //!    directives;
 //! 3. the record is built once (`seq`, time, message, location, thread,
 //!    key-values), into a recycled record when one is at hand
-//!    (`recycle.rs`);
-//! 4. predicates run (user code, before any gate);
+//!    (`recycle.rs`); if the journal keeps it, its `seq` is taken under the
+//!    journal's lock after the message is formatted, and it is appended
+//!    there (`journal/mod.rs`);
+//! 4. predicates run (user code, before any gate), a replaying
+//!    subscription skips what its replay delivered, and a flight
+//!    recorder's trigger collects its context from the journal
+//!    (`journal/recorder.rs`);
 //! 5. the [`PublishGate`] marks the chosen subscriptions' lanes busy, one
 //!    fence, the generation re-checked (a change routes again; after
 //!    shutdown the record is counted instead);
@@ -22,12 +27,17 @@ use logbus_appenders::__private_api as produce;
 use logbus_appenders::{Record, Topic};
 
 use super::BrokerShared;
+use crate::journal::{JournalRoute, Retention};
 use crate::queue::{self, LaneProducer, SharedPass};
 use crate::recycle::{self, Stash};
 use crate::route::{self, Routed, Snapshot};
 use crate::stats::Counters;
+use crate::subscription::SubShared;
 use crate::sync::{Arc, Ordering};
 use crate::thread_role;
+
+/// Context records collected for one subscription's trigger.
+type Context = Vec<(Arc<SubShared>, Vec<Arc<Record>>)>;
 
 impl BrokerShared {
     /// Whether any subscription accepts `level` from `target`.
@@ -35,8 +45,11 @@ impl BrokerShared {
         if thread_role::in_logbus() || self.in_forked_child() {
             return false;
         }
-        self.with_view(|view| !view.lookup(level, target).route.entries.is_empty())
-            .unwrap_or(false)
+        self.with_view(|view| {
+            let route = view.lookup(level, target).route;
+            !route.entries.is_empty() || route.journal
+        })
+        .unwrap_or(false)
     }
 
     fn with_view<R>(&self, f: impl FnOnce(&mut route::BrokerView) -> R) -> Option<R> {
@@ -56,27 +69,80 @@ impl BrokerShared {
 
     /// Takes a recycled record from the pool (or allocates one), stamps it
     /// with `topic`, the next seq and the time, and lets `fill` write the
-    /// rest.
+    /// rest. With `journal`, the seq is taken under the journal's lock
+    /// once `fill` is done, and the record appended there (records below
+    /// the floor released, under `Retention::UntilWritten`).
     fn make_record(
         &self,
-        stash: Option<&mut Stash>,
+        mut stash: Option<&mut Stash>,
         topic: Topic,
+        journal: Option<(&JournalRoute, Option<u64>)>,
         fill: impl FnOnce(&mut Record),
     ) -> Arc<Record> {
         // Relaxed: see `seq`.
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        let seq = match journal {
+            None => self.seq.fetch_add(1, Ordering::Relaxed),
+            Some(_) => 0,
+        };
         let now = std::time::SystemTime::now();
-        match stash.and_then(|stash| stash.take(&self.pool)) {
+        let mut ring = None;
+        let stamp = |record: &mut Record| {
+            fill(record);
+            if let Some((journal, _)) = journal {
+                let held = journal.core.lock();
+                // Relaxed: the lock orders it (`journal/mod.rs`).
+                produce::set_seq(record, self.seq.fetch_add(1, Ordering::Relaxed));
+                ring = Some(held);
+            }
+        };
+        let record = match stash
+            .as_deref_mut()
+            .and_then(|stash| stash.take(&self.pool))
+        {
             Some(recycled) => recycled.reuse(|record| {
                 produce::recycle(record, topic, seq, now);
-                fill(record);
+                stamp(record);
             }),
             None => {
                 let mut record = Record::builder(topic).seq(seq).time(now).build();
-                fill(&mut record);
+                stamp(&mut record);
                 Arc::new(record)
             }
+        };
+        if let (Some(mut ring), Some((_, floor))) = (ring, journal) {
+            ring.append(Arc::clone(&record), floor, |released| {
+                if let Some(stash) = stash.as_deref_mut() {
+                    stash.keep(released);
+                }
+            });
         }
+        record
+    }
+
+    /// The `seq` every subscription has passed, for
+    /// `Retention::UntilWritten`.
+    fn floor(snapshot: &Snapshot, journal: &JournalRoute) -> Option<u64> {
+        if journal.retention != Retention::UntilWritten {
+            return None;
+        }
+        snapshot.entries.iter().map(|e| e.sub.cursor()).min()
+    }
+
+    /// The context of each flight recorder that `record` triggers among
+    /// the chosen subscriptions.
+    fn context(snapshot: &Snapshot, ids: &[u32], record: &Record) -> Context {
+        let Some(journal) = &snapshot.journal else {
+            return Vec::new();
+        };
+        let mut context = Vec::new();
+        for &i in ids {
+            let entry = &snapshot.entries[i as usize];
+            if let Some(recorder) = entry.recorder.as_deref().filter(|r| r.triggers(record)) {
+                let records = journal.core.lock().context(recorder, record, entry.level);
+                context.push((Arc::clone(&entry.sub), records));
+            }
+        }
+        context
     }
 
     /// Routes and enqueues one record made by `fill` (called at most once,
@@ -89,20 +155,20 @@ impl BrokerShared {
             return;
         }
         let mut fill = Some(fill);
-        let mut record: Option<Arc<Record>> = None;
+        let mut made = Made::default();
         let routed =
-            self.with_view(|view| self.publish_in(view, level, target, &mut fill, &mut record));
+            self.with_view(|view| self.publish_in(view, level, target, &mut fill, &mut made));
         if routed.is_none() {
             // This thread's views are gone (a log call from a thread-local
             // destructor at thread exit): route through a temporary view, so
             // the record is still delivered or counted.
             let mut view = route::BrokerView::temporary(self.id, self.snapshot());
-            self.publish_in(&mut view, level, target, &mut fill, &mut record);
+            self.publish_in(&mut view, level, target, &mut fill, &mut made);
         }
     }
 
     /// The body of [`publish`](BrokerShared::publish), on one view. `fill` is
-    /// taken when the record is built; `record` holds it across a re-route.
+    /// taken when the record is built; `made` holds it across a re-route.
     ///
     /// User code (formatting the message, predicates) runs before any gate
     /// is entered, so a `Display` impl or predicate that panics or blocks can
@@ -113,8 +179,13 @@ impl BrokerShared {
         level: log::Level,
         target: &str,
         fill: &mut Option<F>,
-        record: &mut Option<Arc<Record>>,
+        made: &mut Made,
     ) {
+        let Made {
+            record,
+            journaled,
+            context,
+        } = made;
         loop {
             let retry = {
                 let Routed {
@@ -124,7 +195,7 @@ impl BrokerShared {
                     stash,
                     temporary,
                 } = view.lookup(level, target);
-                if route.entries.is_empty() {
+                if route.entries.is_empty() && !route.journal {
                     return;
                 }
                 // After shutdown: count and return at once, without building
@@ -140,44 +211,76 @@ impl BrokerShared {
                     None => {
                         let Some(fill) = fill.take() else { return };
                         let stash = if temporary { None } else { Some(&mut *stash) };
-                        record.insert(self.make_record(stash, route.topic.clone(), fill))
+                        let journal = snapshot
+                            .journal
+                            .as_ref()
+                            .filter(|_| route.journal)
+                            .map(|j| (j, Self::floor(snapshot, j)));
+                        *journaled = journal.is_some();
+                        let built = self.make_record(stash, route.topic.clone(), journal, fill);
+                        if route.recorders {
+                            *context = Some(Self::context(snapshot, &route.entries, &built));
+                        }
+                        record.insert(built)
                     }
                 };
                 let chosen = Chosen::new(snapshot, &route.entries, built);
-                recycle::set_holders(built, chosen.ids().len());
-                // Enter the gate of each chosen subscription: mark our lanes
-                // busy, then one fence (see `queue/gate.rs`).
-                let mut gate = PublishGate::enter(snapshot, lanes, chosen.ids(), temporary);
-                queue::gate_fence();
-                // Relaxed: ordered after the fence, which is the re-check
-                // half of the gate protocol.
-                if self.generation.load(Ordering::Relaxed) != snapshot.generation {
-                    true
-                } else if self.closed.load(Ordering::Relaxed) {
-                    // Relaxed, after the fence: pairs with shutdown's SeqCst
-                    // store (see `closed`). Counted like the early check
-                    // does, whatever the predicates said.
-                    self.count_after_shutdown(snapshot, &route.entries);
-                    *record = None;
-                    false
-                } else {
-                    // The last subscription gets our reference itself: one
-                    // reference-count round trip fewer per record.
-                    let mut owned = record.take();
-                    let mut ids = chosen.ids().iter().peekable();
-                    while let Some(&i) = ids.next() {
-                        let shared = if ids.peek().is_none() {
-                            owned.take()
-                        } else {
-                            owned.clone()
-                        };
-                        if let Some(shared) = shared {
-                            gate.push(i, shared, |dropped| stash.reclaim(dropped));
-                        }
+                if chosen.ids().is_empty() {
+                    // Only the journal keeps it, or every predicate said no:
+                    // no gate to pass, but a replaying subscription added
+                    // meanwhile must still see a record the journal took
+                    // after its hand-over (`journal/replay.rs`): our lock
+                    // acquisition came after its snapshot, so this load
+                    // reads the new generation. Relaxed: that
+                    // happens-before, not this load, orders it.
+                    if self.generation.load(Ordering::Relaxed) == snapshot.generation {
+                        return;
                     }
-                    false
+                    true
+                } else {
+                    recycle::set_holders(built, chosen.ids().len(), *journaled);
+                    // Enter the gate of each chosen subscription: mark our lanes
+                    // busy, then one fence (see `queue/gate.rs`).
+                    let mut gate = PublishGate::enter(snapshot, lanes, chosen.ids(), temporary);
+                    queue::gate_fence();
+                    // Relaxed: ordered after the fence, which is the re-check
+                    // half of the gate protocol.
+                    if self.generation.load(Ordering::Relaxed) != snapshot.generation {
+                        true
+                    } else if self.closed.load(Ordering::Relaxed) {
+                        // Relaxed, after the fence: pairs with shutdown's SeqCst
+                        // store (see `closed`). Counted like the early check
+                        // does, whatever the predicates said.
+                        self.count_after_shutdown(snapshot, &route.entries);
+                        *record = None;
+                        false
+                    } else {
+                        // The last subscription gets our reference itself: one
+                        // reference-count round trip fewer per record.
+                        let mut owned = record.take();
+                        let mut ids = chosen.ids().iter().peekable();
+                        while let Some(&i) = ids.next() {
+                            let sub = &snapshot.entries[i as usize].sub;
+                            let before = context.as_mut().and_then(|context| {
+                                let at = context.iter().position(|(s, _)| Arc::ptr_eq(s, sub))?;
+                                Some(context.swap_remove(at).1)
+                            });
+                            for record in before.into_iter().flatten() {
+                                gate.push(i, record, |dropped| stash.reclaim(dropped));
+                            }
+                            let shared = if ids.peek().is_none() {
+                                owned.take()
+                            } else {
+                                owned.clone()
+                            };
+                            if let Some(shared) = shared {
+                                gate.push(i, shared, |dropped| stash.reclaim(dropped));
+                            }
+                        }
+                        false
+                    }
+                    // `gate` drops here: the lanes leave, also on unwinding.
                 }
-                // `gate` drops here: the lanes leave, also on unwinding.
             };
             if !retry {
                 return;
@@ -274,7 +377,17 @@ impl Drop for PublishGate<'_, '_> {
     }
 }
 
-/// The entries of a route whose predicate accepts the record.
+/// What one publish made, kept across a re-route: the record, whether the
+/// journal holds it, and the flight recorders' context for it.
+#[derive(Default)]
+struct Made {
+    record: Option<Arc<Record>>,
+    journaled: bool,
+    context: Option<Context>,
+}
+
+/// The entries of a route whose predicate accepts the record (and whose
+/// replay did not deliver it already: `live_from`).
 enum Chosen<'a> {
     /// Every entry of the route (no predicate rejected any).
     All(&'a [u32]),
@@ -284,10 +397,8 @@ enum Chosen<'a> {
 impl<'a> Chosen<'a> {
     fn new(snapshot: &Snapshot, entries: &'a [u32], record: &Record) -> Chosen<'a> {
         let rejects = |&i: &u32| {
-            snapshot.entries[i as usize]
-                .predicate
-                .as_ref()
-                .is_some_and(|p| !p(record))
+            let entry = &snapshot.entries[i as usize];
+            record.seq() < entry.live_from || entry.predicate.as_ref().is_some_and(|p| !p(record))
         };
         if !entries.iter().any(rejects) {
             return Chosen::All(entries);

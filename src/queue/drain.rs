@@ -7,7 +7,8 @@
 //!
 //! A [`Source`] is anything that holds records in `seq` order and can tell
 //! its oldest `seq` without giving the record up: each lane (one thread's
-//! records), the shared channel, and later a journal's replay cursor. A
+//! records), the shared channel, and the front (a replay, `front.rs`),
+//! whose every `seq` is below every live one's, so it simply comes first. A
 //! k-way merge on the sources' oldest `seq` gives the appender the records
 //! of all threads in `seq` order, as one shared queue would: repeatedly
 //! take, from the source with the lowest oldest `seq`, the run of records
@@ -71,8 +72,10 @@ pub(crate) struct Barrier {
 }
 
 impl Barrier {
-    fn reached(&self, shared: &SharedChannel) -> bool {
-        shared.head() >= self.shared && self.marks.iter().all(|(lane, mark)| lane.head() >= *mark)
+    fn reached(&self, queue: &Queue) -> bool {
+        queue.front.len() == 0
+            && queue.shared.head() >= self.shared
+            && self.marks.iter().all(|(lane, mark)| lane.head() >= *mark)
     }
 }
 
@@ -94,6 +97,17 @@ impl Drain {
         batch: &mut Vec<Arc<Record>>,
         max: usize,
     ) -> usize {
+        if queue.front.is_active() {
+            // Held: nothing may overtake the replay still to come. Front
+            // records are outside the byte budget.
+            if queue.front.is_held() {
+                return 0;
+            }
+            let taken = queue.front.take(max.saturating_sub(batch.len()), batch);
+            if taken > 0 {
+                return taken;
+            }
+        }
         self.refresh(queue);
         let before = batch.len();
         merge(&self.lanes, &queue.shared, &mut self.heads, batch, max);
@@ -111,6 +125,10 @@ impl Drain {
     /// the new lane) makes that registration visible (a review found the
     /// wake-up lost with the version read first; `loom/` models it).
     pub(crate) fn look(&self, queue: &Queue) -> Work {
+        if queue.front.is_active() {
+            // Held, the worker sleeps until `Front::fill` wakes it.
+            return Work::from(!queue.front.is_held());
+        }
         let shared = waker::look(queue.gate.is_set(), || queue.shared.len() > 0);
         let work = self.lanes.iter().fold(shared, |work, lane| {
             work.or(waker::look(lane.busy().is_set(), || lane.len() > 0))
@@ -159,7 +177,7 @@ impl Drain {
         batch: &mut Vec<Arc<Record>>,
         max: usize,
     ) -> usize {
-        if barrier.reached(&queue.shared) {
+        if barrier.reached(queue) {
             return 0;
         }
         self.take_batch(queue, batch, max)

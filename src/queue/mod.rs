@@ -10,6 +10,7 @@
 //! | `gate.rs` | the publish/remove gate every push passes |
 //! | `waker.rs` | the worker's parking place and the wake-up protocol |
 //! | `drain.rs` | the consumer: merges the sources by `seq`, flush barriers |
+//! | `front.rs` | records delivered before any live one: a replay |
 //!
 //! # Overflow, and why each record is counted exactly once
 //!
@@ -57,6 +58,7 @@
 
 mod budget;
 mod drain;
+mod front;
 mod gate;
 mod lane;
 mod shared;
@@ -178,6 +180,8 @@ pub(crate) struct Queue {
     /// lane that then finds it set does not enqueue (see `push_shared`).
     closed: AtomicBool,
     pub(crate) waker: Waker,
+    /// Records delivered before any live one (a replay): `front.rs`.
+    pub(crate) front: self::front::Front,
 }
 
 /// Every live lane into the subscription, one per publishing thread. The
@@ -232,6 +236,7 @@ impl Queue {
             gate: SharedGate::default(),
             closed: AtomicBool::new(false),
             waker: Waker::default(),
+            front: self::front::Front::new(),
         };
         (queue, Drain::new())
     }
@@ -239,7 +244,7 @@ impl Queue {
     /// Records queued now, in the channel and every lane.
     pub(crate) fn len(&self) -> usize {
         let lanes: usize = lock(&self.registry.lanes).iter().map(|l| l.len()).sum();
-        self.shared.len() + lanes
+        self.front.len() + self.shared.len() + lanes
     }
 
     /// Lanes registered now (for tests).

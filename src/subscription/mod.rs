@@ -12,11 +12,12 @@ use log::LevelFilter;
 use logbus_appenders::{Appender, Record};
 
 use crate::directive::Directives;
+use crate::journal::{FlightRecorder, Replay, ReplayReport};
 use crate::queue::{LaneProducer, OverflowPolicy, Queue, DEFAULT_CAPACITY};
 use crate::retry::{BreakerState, CircuitBreaker, RetryPolicy};
 use crate::stats::{Counters, SubscriptionStats};
-use crate::sync::{thread, Arc, Mutex, Ordering};
-use crate::topic::{TopicParseError, TopicPattern};
+use crate::sync::{thread, Arc, AtomicU64, Mutex, OnceLock, Ordering};
+use crate::topic::{parse_patterns, PatternSource, TopicParseError, TopicPattern};
 
 /// A predicate over records, checked on the caller's thread.
 pub(crate) type Predicate = Arc<dyn Fn(&Record) -> bool + Send + Sync>;
@@ -44,6 +45,8 @@ impl Subscription {
     /// | overflow | [`OverflowPolicy::DropOldest`] |
     /// | retries | [`RetryPolicy::new()`]: 3 attempts, 10 ms backoff doubling |
     /// | circuit breaker | [`CircuitBreaker::default()`]: opens after 8 failed attempts, for 1 s |
+    /// | replay | none: live records only |
+    /// | flight recorder | none |
     ///
     /// # Examples
     ///
@@ -79,6 +82,8 @@ impl Subscription {
             overflow: OverflowPolicy::DropOldest,
             retry: RetryPolicy::new(),
             breaker: CircuitBreaker::default(),
+            replay: None,
+            recorder: None,
         }
     }
 }
@@ -98,14 +103,8 @@ pub struct SubscriptionBuilder {
     pub(crate) overflow: OverflowPolicy,
     pub(crate) retry: RetryPolicy,
     pub(crate) breaker: CircuitBreaker,
-}
-
-/// A pattern as given to the builder: parsed at subscribe time so that the
-/// error surfaces from `subscribe`, naming the pattern and the position.
-#[derive(Debug, Clone)]
-pub(crate) enum PatternSource {
-    Text(String),
-    Parsed(TopicPattern),
+    pub(crate) replay: Option<Replay>,
+    pub(crate) recorder: Option<FlightRecorder>,
 }
 
 impl fmt::Debug for SubscriptionBuilder {
@@ -121,6 +120,8 @@ impl fmt::Debug for SubscriptionBuilder {
             .field("overflow", &self.overflow)
             .field("retry", &self.retry)
             .field("breaker", &self.breaker)
+            .field("replay", &self.replay)
+            .field("recorder", &self.recorder)
             .finish_non_exhaustive()
     }
 }
@@ -205,26 +206,50 @@ impl SubscriptionBuilder {
         self
     }
 
+    /// Starts the subscription in the broker's journal: it first receives
+    /// the retained records it matches (patterns, level, directives and
+    /// predicate, in `seq` order), then continues live, with no record
+    /// missing or repeated at the hand-over, even while other threads
+    /// publish. See [`SubscriptionHandle::replay_report`] for what it got,
+    /// and [`Replay::From`] for offsets the journal no longer holds.
+    ///
+    /// Needs a journal ([`SubscribeError::NoJournal`](crate::SubscribeError::NoJournal)
+    /// otherwise). The guarantee covers the records the journal keeps;
+    /// others arrive from the moment of subscribing, as for any
+    /// subscription.
+    ///
+    /// ```
+    /// use logbus::{Journal, LevelFilter, Memory, Replay, Subscription};
+    ///
+    /// let broker = logbus::builder().journal(Journal::new()).build()?;
+    /// log::set_max_level(LevelFilter::Trace);
+    /// log::info!(logger: &broker, "before the console was attached");
+    ///
+    /// let (console, captured) = Memory::new();
+    /// let handle = broker.subscribe(Subscription::builder("debug-console", console).replay(Replay::Last(500)))?;
+    /// log::info!(logger: &broker, "after");
+    /// broker.flush()?;
+    /// assert_eq!(captured.messages(), ["before the console was attached", "after"]);
+    /// assert_eq!(handle.replay_report().map(|r| r.records), Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn replay(mut self, replay: Replay) -> Self {
+        self.replay = Some(replay);
+        self
+    }
+
+    /// Gives the subscription a flight recorder: the journal keeps the
+    /// records too verbose for it, and a trigger record is preceded by its
+    /// context. See [`FlightRecorder`]. Needs a journal.
+    pub fn flight_recorder(mut self, recorder: FlightRecorder) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+
     /// Parses the patterns (defaulting to `#`).
     pub(crate) fn parsed_patterns(&self) -> Result<Vec<TopicPattern>, TopicParseError> {
         parse_patterns(&self.patterns)
     }
-}
-
-/// Parses patterns as given to a builder; no patterns means `#`.
-pub(crate) fn parse_patterns(
-    sources: &[PatternSource],
-) -> Result<Vec<TopicPattern>, TopicParseError> {
-    if sources.is_empty() {
-        return Ok(vec![TopicPattern::match_all()]);
-    }
-    sources
-        .iter()
-        .map(|p| match p {
-            PatternSource::Text(text) => TopicPattern::parse(text),
-            PatternSource::Parsed(parsed) => Ok(parsed.clone()),
-        })
-        .collect()
 }
 
 /// A request to the worker, on its control channel: never evicted, since
@@ -258,6 +283,13 @@ pub(crate) struct SubShared {
     /// The fork generation the subscription was made in (`fork.rs`): in a
     /// forked child its stats take no lock.
     pub(crate) fork_generation: u64,
+    /// The worker's cursor: every record below it that this subscription
+    /// will write is written, as far as the worker knows (the `seq` after
+    /// the last one written; the broker's next `seq` when idle). Read by
+    /// `Retention::UntilWritten`. Relaxed: a hint, it publishes nothing.
+    pub(crate) cursor: AtomicU64,
+    /// What a replaying subscription was given.
+    pub(crate) replay: OnceLock<ReplayReport>,
 }
 
 impl fmt::Debug for SubShared {
@@ -269,6 +301,18 @@ impl fmt::Debug for SubShared {
 }
 
 impl SubShared {
+    /// See `cursor`.
+    pub(crate) fn cursor(&self) -> u64 {
+        // Relaxed: see `cursor`.
+        self.cursor.load(Ordering::Relaxed)
+    }
+
+    /// Moves the cursor forward to `to`.
+    pub(crate) fn advance(&self, to: u64) {
+        // Relaxed: see `cursor`.
+        self.cursor.fetch_max(to, Ordering::Relaxed);
+    }
+
     /// A snapshot of the counters.
     ///
     /// `matched` is derived rather than counted on the caller's path: every
@@ -373,6 +417,15 @@ impl SubscriptionHandle {
     #[must_use]
     pub fn stats(&self) -> SubscriptionStats {
         self.shared.stats()
+    }
+
+    /// For a subscription started with
+    /// [`replay`](SubscriptionBuilder::replay): what it was given (the
+    /// records replayed, the hand-over offset, a gap if the journal no
+    /// longer held the start); `None` for any other.
+    #[must_use]
+    pub fn replay_report(&self) -> Option<ReplayReport> {
+        self.shared.replay.get().copied()
     }
 
     /// The per-thread lanes registered in its queue now: for logbus' own

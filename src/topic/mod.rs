@@ -21,6 +21,9 @@ mod trie;
 
 pub(crate) use trie::PatternTrie;
 
+mod source;
+pub(crate) use source::{parse_patterns, PatternSource};
+
 use std::error::Error;
 use std::fmt;
 use std::str::FromStr;

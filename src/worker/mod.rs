@@ -23,7 +23,7 @@ use crate::recycle::{HandBack, Pool};
 use crate::retry::{Breaker, RetryPolicy};
 use crate::stats::Counters;
 use crate::subscription::{Control, SubShared, SubscriptionBuilder};
-use crate::sync::{lock, thread, Arc, AtomicU64, CacheLine, Mutex};
+use crate::sync::{lock, thread, Arc, AtomicU64, CacheLine, Mutex, OnceLock, Ordering};
 
 /// Most records taken off the queue before calling the appender: large
 /// enough that a flood is written in few system calls, small enough that the
@@ -84,6 +84,8 @@ pub(crate) fn spawn(
         worker: Mutex::new(None),
         done: done_rx,
         fork_generation: crate::fork::generation(),
+        cursor: AtomicU64::new(0),
+        replay: OnceLock::new(),
     });
     let worker = Worker {
         appender: builder.appender,
@@ -202,7 +204,11 @@ impl Worker {
                 self.write_batch();
                 continue;
             }
-            // Nothing queued: report drops and flush the appender, then wait.
+            // Nothing queued: every record below the next seq that was
+            // queued here is written (the cursor, a hint: one in flight may
+            // still come); report drops and flush the appender, then wait.
+            // Relaxed: see `SubShared::cursor`.
+            self.shared.advance(self.seq.load(Ordering::Relaxed));
             self.idle();
             self.drain.forget_finished(&self.shared.queue);
             if self.spin_for_work() {
@@ -212,7 +218,8 @@ impl Worker {
             shared.queue.waker.sleep(|| self.look());
         }
         // Draining: no publisher can enqueue any more (the gate is closed),
-        // so "empty" is final.
+        // so "empty" is final, once a replay's hold has ended.
+        self.shared.queue.front.wait_released();
         while self.take_batch() > 0 {
             self.write_batch();
         }
@@ -276,6 +283,7 @@ impl Worker {
     /// `queue/drain.rs`, "Flush barriers").
     fn flush_barrier(&mut self) {
         let shared = Arc::clone(&self.shared);
+        shared.queue.front.wait_released();
         let barrier = self.drain.barrier(&shared.queue);
         while self
             .drain

@@ -115,6 +115,9 @@ impl Worker {
         }
         self.publish_breaker_state();
         self.dirty = true;
+        if let Some(last) = batch.iter().map(|r| r.seq()).max() {
+            shared.advance(last + 1);
+        }
         // Give back the records only we still hold, and keep the batch's
         // allocation for the next batch.
         let mut batch = batch;

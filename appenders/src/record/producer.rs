@@ -54,6 +54,13 @@ pub fn recycle(record: &mut Record, topic: Topic, seq: u64, time: SystemTime) {
     }
 }
 
+/// Sets the record's `seq` (a producer that takes it after the message is
+/// formatted: logbus's journal, under its lock).
+#[inline]
+pub fn set_seq(record: &mut Record, seq: u64) {
+    record.seq = seq;
+}
+
 /// Sets a literal message (not copied).
 #[inline]
 pub fn set_message_literal(record: &mut Record, message: &'static str) {

@@ -1,0 +1,187 @@
+//! Reading the journal from a program: its stats, and an iterator over the
+//! retained records from an offset, filtered by topic and level.
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use log::LevelFilter;
+use logbus_appenders::Record;
+use serde::Serialize;
+
+use super::JournalCore;
+use crate::sync::Arc;
+use crate::topic::{parse_patterns, PatternSource};
+use crate::topic::{TopicParseError, TopicPattern};
+
+/// Records an iterator copies out of the journal per lock: the lock is
+/// held for a few microseconds at a time, whatever the journal's size.
+const CHUNK: usize = 256;
+
+/// A snapshot of the journal's state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct JournalStats {
+    /// Records retained.
+    pub records: usize,
+    /// Their approximate bytes ([`Record::approx_size`]).
+    pub bytes: usize,
+    /// The offset (`seq`) of the oldest retained record.
+    pub oldest: Option<u64>,
+    /// The offset of the newest retained record.
+    pub newest: Option<u64>,
+    /// Records released so far by the limits or the retention mode.
+    pub released: u64,
+}
+
+/// A handle on the broker's journal, from
+/// [`BrokerHandle::journal`](crate::BrokerHandle::journal): cheap to clone,
+/// it keeps the records it reads alive, not the broker.
+#[derive(Clone)]
+pub struct JournalReader {
+    pub(crate) core: Arc<JournalCore>,
+}
+
+impl fmt::Debug for JournalReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JournalReader")
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// Which retained records [`JournalReader::iter`] yields.
+///
+/// | setting | default |
+/// |---|---|
+/// | from | the oldest retained record |
+/// | patterns | `#` |
+/// | level | `Trace` |
+#[derive(Debug, Clone, Default)]
+#[must_use]
+pub struct JournalQuery {
+    from: u64,
+    patterns: Vec<PatternSource>,
+    level: Option<LevelFilter>,
+}
+
+impl JournalQuery {
+    /// Every retained record.
+    pub fn new() -> JournalQuery {
+        JournalQuery::default()
+    }
+
+    /// Starts at offset `from` (a record's `seq`): the first record yielded
+    /// is the oldest retained one at or after it.
+    pub fn from(mut self, from: u64) -> JournalQuery {
+        self.from = from;
+        self
+    }
+
+    /// Keeps records whose topic matches a pattern (added up; checked by
+    /// [`JournalReader::iter`]).
+    pub fn pattern(mut self, pattern: impl Into<String>) -> JournalQuery {
+        self.patterns.push(PatternSource::Text(pattern.into()));
+        self
+    }
+
+    /// Keeps records at this level or more severe.
+    pub fn level(mut self, level: LevelFilter) -> JournalQuery {
+        self.level = Some(level);
+        self
+    }
+}
+
+impl JournalReader {
+    /// The journal's size and offsets now.
+    #[must_use]
+    pub fn stats(&self) -> JournalStats {
+        let mut ring = self.core.lock();
+        ring.expire();
+        JournalStats {
+            records: ring.records.len(),
+            bytes: ring.bytes,
+            oldest: ring.oldest(),
+            newest: ring.records.back().map(|r| r.seq()),
+            released: ring.released,
+        }
+    }
+
+    /// The retained records that `query` selects, oldest first. The
+    /// iterator copies them out a few hundred at a time; records released
+    /// meanwhile are skipped, records appended meanwhile are included.
+    ///
+    /// # Errors
+    ///
+    /// [`TopicParseError`] naming a malformed pattern of the query.
+    pub fn iter(&self, query: JournalQuery) -> Result<JournalIter, TopicParseError> {
+        Ok(JournalIter {
+            core: Arc::clone(&self.core),
+            next: query.from,
+            patterns: parse_patterns(&query.patterns)?,
+            level: query.level.unwrap_or(LevelFilter::Trace),
+            chunk: VecDeque::new(),
+            done: false,
+        })
+    }
+}
+
+/// The records a [`JournalQuery`] selects; see [`JournalReader::iter`].
+pub struct JournalIter {
+    core: Arc<JournalCore>,
+    /// The offset to read from next.
+    next: u64,
+    patterns: Vec<TopicPattern>,
+    level: LevelFilter,
+    chunk: VecDeque<Arc<Record>>,
+    done: bool,
+}
+
+impl fmt::Debug for JournalIter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JournalIter")
+            .field("next", &self.next)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JournalIter {
+    fn wanted(&self, record: &Record) -> bool {
+        record.level() <= self.level
+            && self
+                .patterns
+                .iter()
+                .any(|p| p.matches(record.topic().as_str()))
+    }
+
+    /// Copies the next chunk of wanted records out of the ring.
+    fn refill(&mut self) {
+        let mut ring = self.core.lock();
+        ring.expire();
+        let start = ring.position(self.next);
+        let mut scanned = 0;
+        for record in ring.records.range(start..) {
+            scanned += 1;
+            self.next = record.seq() + 1;
+            if self.wanted(record) {
+                self.chunk.push_back(Arc::clone(record));
+                if self.chunk.len() == CHUNK {
+                    break;
+                }
+            }
+        }
+        if start + scanned == ring.records.len() && self.chunk.len() < CHUNK {
+            self.done = true;
+        }
+    }
+}
+
+impl Iterator for JournalIter {
+    type Item = Arc<Record>;
+
+    fn next(&mut self) -> Option<Arc<Record>> {
+        if self.chunk.is_empty() && !self.done {
+            self.refill();
+        }
+        self.chunk.pop_front()
+    }
+}
