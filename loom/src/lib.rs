@@ -64,4 +64,6 @@ pub(crate) mod gate;
 pub(crate) mod waker;
 
 #[cfg(test)]
+mod handover;
+#[cfg(test)]
 mod models;

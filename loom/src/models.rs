@@ -112,7 +112,7 @@ fn worker(sub: &Arc<Sub>, records: usize) -> thread::JoinHandle<()> {
 /// Runs `model` under loom with at most [`PREEMPTIONS`] preemptions per
 /// execution (`LOOM_MAX_PREEMPTIONS` overrides it: `.ci/loom-long` runs
 /// the models with more).
-fn check(model: impl Fn() + Sync + Send + 'static) {
+pub(crate) fn check(model: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
     if builder.preemption_bound.is_none() {
         builder.preemption_bound = Some(PREEMPTIONS);
@@ -178,11 +178,15 @@ const EXPECT_FAILURE: &str = "LOGBUS_LOOM_EXPECT_FAILURE";
 /// Runs the model test `name` in a child process (a failing loom model
 /// aborts the process it runs in) and checks that loom rejected it, with
 /// `reason` in its report.
-fn must_fail(name: &str, reason: &str) {
+pub(crate) fn must_fail(name: &str, reason: &str) {
     let output = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            &format!("models::{name}"),
+            &if name.contains("::") {
+                name.to_owned()
+            } else {
+                format!("models::{name}")
+            },
             "--nocapture",
             "--test-threads=1",
         ])
@@ -198,7 +202,7 @@ fn must_fail(name: &str, reason: &str) {
 
 /// The body of a model expected to fail; a plain pass when run by
 /// `cargo test` itself, so that only `must_fail` runs it.
-fn expected_failure(model: impl Fn() + Sync + Send + 'static) {
+pub(crate) fn expected_failure(model: impl Fn() + Sync + Send + 'static) {
     if std::env::var_os(EXPECT_FAILURE).is_some() {
         check(model);
     }
