@@ -132,6 +132,9 @@
 //!
 //! # Feature flags
 //!
+//! - `tail` (default): the `logbus` binary, whose `logbus tail` reads the
+//!   files logbus writes (README). Adds `lexopt` and `serde_json`; turn it
+//!   off with `default-features = false`.
 //! - `gzip`: compress rotated log files.
 //!
 //! # Supported Rust versions

@@ -25,6 +25,17 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The library's `.rs` files: `src/` without `src/bin/`. A binary there is
+/// a crate of its own: its `crate::` names its own modules, it reaches the
+/// library through `logbus::` (the public API) only, printing to stdout is
+/// its job, and nothing swaps its sleeps for a model checker's.
+fn library_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    files.retain(|f| !f.starts_with(root().join("src/bin")));
+    files
+}
+
 #[test]
 fn every_rust_file_starts_with_a_module_doc_line() {
     let mut files = Vec::new();
@@ -48,8 +59,7 @@ fn every_rust_file_starts_with_a_module_doc_line() {
 
 #[test]
 fn library_code_does_not_print_to_stdout() {
-    let mut files = Vec::new();
-    rust_files(&root().join("src"), &mut files);
+    let mut files = library_files();
     rust_files(&root().join("appenders/src"), &mut files);
     let offenders: Vec<String> = files
         .iter()
@@ -90,9 +100,7 @@ fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
 
 /// The library's source files, as (path relative to `src/`, text).
 fn library_sources() -> Vec<(String, String)> {
-    let mut files = Vec::new();
-    rust_files(&root().join("src"), &mut files);
-    files
+    library_files()
         .iter()
         .map(|f| {
             let relative = f.strip_prefix(root().join("src")).unwrap();
@@ -143,6 +151,23 @@ fn only_the_facade_names_the_log_backend() {
         found.is_empty(),
         "`log_backend` below the façade: {found:?}"
     );
+}
+
+#[test]
+fn binaries_use_the_documented_api_only() {
+    // Reachable from a binary, but hidden and exempt from semver.
+    let mut files = Vec::new();
+    rust_files(&root().join("src/bin"), &mut files);
+    let found: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            std::fs::read_to_string(f)
+                .unwrap_or_default()
+                .contains("__private")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(found.is_empty(), "hidden API used by: {found:?}");
 }
 
 #[test]

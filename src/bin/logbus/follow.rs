@@ -1,0 +1,441 @@
+//! Reading a file by lines, and following its path across rotations the
+//! way `tail -F` does.
+//!
+//! logbus' file appender rotates by renaming `app.log` to `app.log.1`
+//! (after shifting `.1` to `.2`, and so on) and opening a new `app.log`
+//! (`appenders/src/destination/file/rotate.rs`). A [`Follower`] keeps the
+//! file it reads open and knows it by its identity (device and inode).
+//! When the path names another file, the open handle is read to its end
+//! (the appender never writes to a file after renaming it), then the
+//! rotated files newer than it that were never read (several rotations
+//! between two looks), oldest first, then the new live file from its
+//! start. The held handle is what makes this exact: while it is open its
+//! inode cannot be reused, so finding it among `app.log.N` tells which of
+//! them are newer. When it is no longer among them (retention deleted it,
+//! or compression replaced it by `app.log.N.gz`), the rotated files
+//! modified since it was last written are read instead. Compressed
+//! `.gz` files are skipped.
+//!
+//! A file that shrinks below the offset read so far was truncated
+//! (`copytruncate`): it is read again from its start. A last line without
+//! its line feed is held until the line feed arrives, or until the file is
+//! finished (rotated away, or the end of a read without `--follow`).
+//!
+//! The identity comes from `std::os::unix`; elsewhere every file has the
+//! same identity, so only growth and truncation are followed.
+
+use std::fmt;
+use std::fs::{self, File, Metadata};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// Where a line goes: `tail`'s filter, renderer and stdout.
+pub(crate) type Emit<'a> = dyn FnMut(&[u8]) -> io::Result<()> + 'a;
+
+/// Why `tail` stopped; `main` exits with status 1, or 0 for a closed pipe.
+#[derive(Debug)]
+pub(crate) enum TailError {
+    /// FILE cannot be opened at the start.
+    Open(PathBuf, io::Error),
+    /// A file cannot be read.
+    Read(PathBuf, io::Error),
+    /// Stdout cannot be written (a closed pipe is [`TailError::is_closed_pipe`]).
+    Write(io::Error),
+}
+
+impl TailError {
+    /// Whether the reader of stdout went away (`logbus tail ... | head`):
+    /// the end of the job, not a failure.
+    pub(crate) fn is_closed_pipe(&self) -> bool {
+        matches!(self, TailError::Write(e) if e.kind() == io::ErrorKind::BrokenPipe)
+    }
+}
+
+impl fmt::Display for TailError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TailError::Open(path, e) => write!(f, "cannot open {}: {e}", path.display()),
+            TailError::Read(path, e) => write!(f, "cannot read {}: {e}", path.display()),
+            TailError::Write(e) => write!(f, "cannot write to stdout: {e}"),
+        }
+    }
+}
+
+/// What tells two files apart: (device, inode).
+type FileId = (u64, u64);
+
+#[cfg(unix)]
+fn file_id(meta: &Metadata) -> FileId {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+#[cfg(not(unix))]
+fn file_id(_meta: &Metadata) -> FileId {
+    (0, 0)
+}
+
+/// How much is read at once.
+const CHUNK: usize = 64 * 1024;
+
+/// An open file read by lines: its handle, identity, offset, and the
+/// unterminated line read so far.
+#[derive(Debug)]
+pub(crate) struct Source {
+    /// The name it was opened under, for messages.
+    path: PathBuf,
+    file: File,
+    id: FileId,
+    offset: u64,
+    pending: Vec<u8>,
+}
+
+impl Source {
+    /// Opens `path` to read it from its start.
+    pub(crate) fn open(path: &Path) -> Result<Source, TailError> {
+        let file = File::open(path).map_err(|e| TailError::Open(path.to_owned(), e))?;
+        Source::new(path, file)
+    }
+
+    fn new(path: &Path, file: File) -> Result<Source, TailError> {
+        let meta = file
+            .metadata()
+            .map_err(|e| TailError::Read(path.to_owned(), e))?;
+        Ok(Source {
+            path: path.to_owned(),
+            file,
+            id: file_id(&meta),
+            offset: 0,
+            pending: Vec::new(),
+        })
+    }
+
+    fn read_error(&self, e: io::Error) -> TailError {
+        TailError::Read(self.path.clone(), e)
+    }
+
+    /// Reads what the file holds now and emits each complete line (without
+    /// its line feed); returns whether anything was read.
+    pub(crate) fn read_lines(&mut self, emit: &mut Emit<'_>) -> Result<bool, TailError> {
+        let len = self.file.metadata().map_err(|e| self.read_error(e))?.len();
+        if len < self.offset {
+            eprintln!("logbus tail: {}: file truncated", self.path.display());
+            self.file
+                .seek(SeekFrom::Start(0))
+                .map_err(|e| self.read_error(e))?;
+            self.offset = 0;
+            self.pending.clear();
+        }
+        let mut buf = vec![0; CHUNK];
+        let mut any = false;
+        loop {
+            let n = match self.file.read(&mut buf) {
+                Ok(0) => return Ok(any),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.read_error(e)),
+            };
+            any = true;
+            self.offset += n as u64;
+            let mut chunk = &buf[..n];
+            while let Some(end) = chunk.iter().position(|&b| b == b'\n') {
+                if self.pending.is_empty() {
+                    emit(&chunk[..end]).map_err(TailError::Write)?;
+                } else {
+                    self.pending.extend_from_slice(&chunk[..end]);
+                    emit(&self.pending).map_err(TailError::Write)?;
+                    self.pending.clear();
+                }
+                chunk = &chunk[end + 1..];
+            }
+            self.pending.extend_from_slice(chunk);
+        }
+    }
+
+    /// Reads the file to its end, and emits a last line that has no line
+    /// feed (nothing will complete it).
+    pub(crate) fn finish(&mut self, emit: &mut Emit<'_>) -> Result<(), TailError> {
+        self.read_lines(emit)?;
+        if !self.pending.is_empty() {
+            emit(&self.pending).map_err(TailError::Write)?;
+            self.pending.clear();
+        }
+        Ok(())
+    }
+
+    /// When the file was last written.
+    fn modified(&self) -> Option<SystemTime> {
+        self.file.metadata().and_then(|m| m.modified()).ok()
+    }
+}
+
+/// Follows a path across rotations and truncation, like `tail -F`.
+#[derive(Debug)]
+pub(crate) struct Follower {
+    path: PathBuf,
+    current: Source,
+}
+
+impl Follower {
+    /// Follows `path`, whose file `current` is being read.
+    pub(crate) fn new(path: &Path, current: Source) -> Follower {
+        Follower {
+            path: path.to_owned(),
+            current,
+        }
+    }
+
+    /// One look: reads what the current file gained; when the path names
+    /// another file now, finishes the current one, reads the rotated files
+    /// between the two, oldest first, and moves to the new live file.
+    /// Returns whether anything was read.
+    pub(crate) fn poll(&mut self, emit: &mut Emit<'_>) -> Result<bool, TailError> {
+        let read = self.current.read_lines(emit)?;
+        let live = match fs::metadata(&self.path) {
+            Ok(meta) => meta,
+            // Between a rotation's rename and its new file, or deleted:
+            // look again later.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(read),
+            Err(e) => return Err(TailError::Read(self.path.clone(), e)),
+        };
+        if file_id(&live) == self.current.id {
+            return Ok(read);
+        }
+        // Open the new live file first: what lies between it and the
+        // current one is then fixed by the two handles held.
+        let next = match File::open(&self.path) {
+            Ok(file) => Source::new(&self.path, file)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(read),
+            Err(e) => return Err(TailError::Read(self.path.clone(), e)),
+        };
+        self.current.finish(emit)?;
+        for mut between in self.rotated_between(&next)? {
+            between.finish(emit)?;
+        }
+        self.current = next;
+        self.current.read_lines(emit)?;
+        Ok(true)
+    }
+
+    /// The rotated files (`app.log.N`) newer than the current file and
+    /// older than `next`, oldest first.
+    fn rotated_between(&self, next: &Source) -> Result<Vec<Source>, TailError> {
+        let rotated =
+            rotated_files(&self.path).map_err(|e| TailError::Read(self.path.clone(), e))?;
+        // Newest first: app.log.1, app.log.2, ...
+        let mut opened: Vec<Source> = Vec::new();
+        for path in rotated {
+            let source = match File::open(&path) {
+                Ok(file) => Source::new(&path, file)?,
+                // Shifted or deleted by a rotation since the listing.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(TailError::Read(path, e)),
+            };
+            // A rotation during the listing can show one file twice.
+            if opened.iter().all(|s| s.id != source.id) {
+                opened.push(source);
+            }
+        }
+        // `next` may itself have been rotated since it was opened.
+        let newer_than_next = opened
+            .iter()
+            .position(|s| s.id == next.id)
+            .map_or(0, |at| at + 1);
+        let mut between: Vec<Source> = match opened.iter().position(|s| s.id == self.current.id) {
+            Some(at) if at >= newer_than_next => opened.drain(newer_than_next..at).collect(),
+            Some(_) => Vec::new(),
+            None => {
+                let since = self.current.modified();
+                opened
+                    .drain(newer_than_next..)
+                    .filter(|s| s.id != next.id)
+                    .filter(|s| match (since, s.modified()) {
+                        (Some(since), Some(modified)) => modified >= since,
+                        _ => false,
+                    })
+                    .collect()
+            }
+        };
+        between.reverse();
+        Ok(between)
+    }
+}
+
+/// The rotated files of `path` (`app.log.1`, `app.log.2`, ...; not the
+/// compressed `.gz` ones), in the order of their number.
+fn rotated_files(path: &Path) -> io::Result<Vec<PathBuf>> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Ok(Vec::new());
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let Some(name) = name.to_str() else {
+        return Ok(Vec::new());
+    };
+    let mut numbered = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let file_name = entry.file_name();
+        let Some(index) = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(name))
+            .and_then(|n| n.strip_prefix('.'))
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        numbered.push((index, dir.join(&file_name)));
+    }
+    numbered.sort();
+    Ok(numbered.into_iter().map(|(_, path)| path).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn lines(emitted: &[Vec<u8>]) -> Vec<String> {
+        emitted
+            .iter()
+            .map(|l| String::from_utf8(l.clone()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn lines_wait_for_their_line_feed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.log");
+        let mut file = File::create(&path).unwrap();
+        file.write_all(b"one\ntw").unwrap();
+        let mut source = Source::open(&path).unwrap();
+        let mut seen = Vec::new();
+        let mut emit = |l: &[u8]| {
+            seen.push(l.to_vec());
+            Ok(())
+        };
+        assert!(source.read_lines(&mut emit).unwrap());
+        assert!(!source.read_lines(&mut emit).unwrap());
+        file.write_all(b"o\nthree").unwrap();
+        source.read_lines(&mut emit).unwrap();
+        source.finish(&mut emit).unwrap();
+        assert_eq!(lines(&seen), ["one", "two", "three"]);
+    }
+
+    #[test]
+    fn a_truncated_file_is_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.log");
+        fs::write(&path, "a long first line\n").unwrap();
+        let mut source = Source::open(&path).unwrap();
+        let mut seen = Vec::new();
+        let mut emit = |l: &[u8]| {
+            seen.push(l.to_vec());
+            Ok(())
+        };
+        source.read_lines(&mut emit).unwrap();
+        fs::write(&path, "short\n").unwrap();
+        source.read_lines(&mut emit).unwrap();
+        assert_eq!(lines(&seen), ["a long first line", "short"]);
+    }
+
+    #[test]
+    fn rotated_files_in_number_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.log");
+        for name in [
+            "app.log",
+            "app.log.10",
+            "app.log.2",
+            "app.log.1",
+            "app.log.1.gz",
+            "app.log.x",
+            "app.log.",
+            "app.logs.1",
+            "other.1",
+        ] {
+            fs::write(dir.path().join(name), "").unwrap();
+        }
+        let names: Vec<_> = rotated_files(&path)
+            .unwrap()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(names, ["app.log.1", "app.log.2", "app.log.10"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn three_rotations_between_two_looks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.log");
+        let rotated = |n: u32| dir.path().join(format!("app.log.{n}"));
+        fs::write(rotated(1), "history\n").unwrap();
+        fs::write(&path, "a\n").unwrap();
+        let mut follower = Follower::new(&path, Source::open(&path).unwrap());
+        let mut seen = Vec::new();
+        let mut emit = |l: &[u8]| {
+            seen.push(l.to_vec());
+            Ok(())
+        };
+        follower.poll(&mut emit).unwrap();
+        let append = |text: &str| {
+            let mut file = fs::OpenOptions::new().append(true).open(&path).unwrap();
+            file.write_all(text.as_bytes()).unwrap();
+        };
+        // The old file ends unterminated (a writer that died mid-line):
+        // rotated away, nothing will complete that line.
+        append("b\nb2");
+        for next in ["c\n", "d\n", "e\n"] {
+            for n in (1..=3).rev() {
+                if rotated(n).exists() {
+                    fs::rename(rotated(n), rotated(n + 1)).unwrap();
+                }
+            }
+            fs::rename(&path, rotated(1)).unwrap();
+            fs::write(&path, next).unwrap();
+        }
+        append("f");
+        follower.poll(&mut emit).unwrap();
+        append("\n");
+        follower.poll(&mut emit).unwrap();
+        assert!(!follower.poll(&mut emit).unwrap());
+        assert_eq!(lines(&seen), ["a", "b", "b2", "c", "d", "e", "f"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_deleted_old_file_falls_back_to_modification_times() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.log");
+        let rotated = |n: u32| dir.path().join(format!("app.log.{n}"));
+        // Written before the followed file: history, not to be read.
+        fs::write(rotated(2), "history\n").unwrap();
+        let old = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        File::options()
+            .write(true)
+            .open(rotated(2))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        fs::write(&path, "a\n").unwrap();
+        let mut follower = Follower::new(&path, Source::open(&path).unwrap());
+        let mut seen = Vec::new();
+        let mut emit = |l: &[u8]| {
+            seen.push(l.to_vec());
+            Ok(())
+        };
+        follower.poll(&mut emit).unwrap();
+        // Retention deleted the followed file; app.log.1 came after it.
+        fs::remove_file(&path).unwrap();
+        fs::write(rotated(1), "b\n").unwrap();
+        fs::write(&path, "c\n").unwrap();
+        follower.poll(&mut emit).unwrap();
+        assert_eq!(lines(&seen), ["a", "b", "c"]);
+    }
+}
