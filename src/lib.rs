@@ -51,6 +51,10 @@
 //!   ([`SubscriptionBuilder::capacity`], [`OverflowPolicy`]).
 //! - [`Appender`]: the trait sinks implement (from `logbus-appenders`,
 //!   re-exported here).
+//! - [`Journal`]: optional memory of recent records under their `seq` as
+//!   offsets: a subscription can start from it ([`Replay`]), a
+//!   [`FlightRecorder`] draws an error's context from it, and
+//!   [`BrokerHandle::journal`] reads it.
 //!
 //! # Topics and wildcards
 //!

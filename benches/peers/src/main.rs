@@ -40,6 +40,7 @@ const LOGGERS: &[&str] = &[
     "floor-bufwriter",
     "logbus",
     "logbus-block",
+    "logbus-journal",
     "tracing-lossy",
     "tracing-blocking",
     "slog-async",
@@ -312,9 +313,11 @@ fn floor_bufwriter(a: &Args) -> Outcome {
     (lat, start, Instant::now())
 }
 
-fn logbus(a: &Args, block: bool) -> Outcome {
+/// logbus with its file appender; `block`: the `Block` policy; `journal`:
+/// with the default journal on (every record also kept there).
+fn logbus(a: &Args, block: bool, journal: bool) -> Outcome {
     use logbus::appenders::{FileAppender, Layout};
-    use logbus::{OverflowPolicy, Subscription};
+    use logbus::{Journal, OverflowPolicy, Subscription};
     let file = FileAppender::builder(a.out.join("logbus.log"))
         .layout(Layout::parse("{ts} {level} {target}: {msg}{kv}").expect("layout"))
         .build()
@@ -323,7 +326,11 @@ fn logbus(a: &Args, block: bool) -> Outcome {
     if block {
         sub = sub.overflow(OverflowPolicy::Block);
     }
-    let guard = logbus::builder().appender(sub).install().expect("install");
+    let mut builder = logbus::builder().appender(sub);
+    if journal {
+        builder = builder.journal(Journal::new());
+    }
+    let guard = builder.install().expect("install");
     let (lat, start) = drive(a.threads, a.records, |i| {
         log::info!(target: TARGET, "request {} served in {} us", i, i % 1000);
     });
@@ -618,8 +625,9 @@ fn main() {
     let (mut lat, start, end) = match args.logger.as_str() {
         "floor-format" => floor_format(&args),
         "floor-bufwriter" => floor_bufwriter(&args),
-        "logbus" => logbus(&args, false),
-        "logbus-block" => logbus(&args, true),
+        "logbus" => logbus(&args, false, false),
+        "logbus-block" => logbus(&args, true, false),
+        "logbus-journal" => logbus(&args, false, true),
         "tracing-lossy" => tracing(&args, true),
         "tracing-blocking" => tracing(&args, false),
         "slog-async" => slog_async(&args),
