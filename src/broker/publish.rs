@@ -68,48 +68,65 @@ impl BrokerShared {
     }
 
     /// Takes a recycled record from the pool (or allocates one), stamps it
-    /// with `topic`, the next seq and the time, and lets `fill` write the
-    /// rest. With `journal`, the seq is taken under the journal's lock
-    /// once `fill` is done, and the record appended there (records below
-    /// the floor released, under `Retention::UntilWritten`).
-    fn make_record(
+    /// with `topic`, `seq` and the time, and lets `fill` write the rest.
+    #[inline]
+    fn build(
         &self,
-        mut stash: Option<&mut Stash>,
+        stash: Option<&mut Stash>,
         topic: Topic,
-        journal: Option<(&JournalRoute, Option<u64>)>,
+        seq: u64,
         fill: impl FnOnce(&mut Record),
     ) -> Arc<Record> {
-        // Relaxed: see `seq`.
-        let seq = match journal {
-            None => self.seq.fetch_add(1, Ordering::Relaxed),
-            Some(_) => 0,
-        };
         let now = std::time::SystemTime::now();
-        let mut ring = None;
-        let stamp = |record: &mut Record| {
-            fill(record);
-            if let Some((journal, _)) = journal {
-                let held = journal.core.lock();
-                // Relaxed: the lock orders it (`journal/mod.rs`).
-                produce::set_seq(record, self.seq.fetch_add(1, Ordering::Relaxed));
-                ring = Some(held);
-            }
-        };
-        let record = match stash
-            .as_deref_mut()
-            .and_then(|stash| stash.take(&self.pool))
-        {
+        match stash.and_then(|stash| stash.take(&self.pool)) {
             Some(recycled) => recycled.reuse(|record| {
                 produce::recycle(record, topic, seq, now);
-                stamp(record);
+                fill(record);
             }),
             None => {
                 let mut record = Record::builder(topic).seq(seq).time(now).build();
-                stamp(&mut record);
+                fill(&mut record);
                 Arc::new(record)
             }
-        };
-        if let (Some(mut ring), Some((_, floor))) = (ring, journal) {
+        }
+    }
+
+    /// A record with the next seq.
+    #[inline]
+    fn make_record(
+        &self,
+        stash: Option<&mut Stash>,
+        topic: Topic,
+        fill: impl FnOnce(&mut Record),
+    ) -> Arc<Record> {
+        // Relaxed: see `seq`.
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        self.build(stash, topic, seq, fill)
+    }
+
+    /// A record the journal keeps: its seq is taken under the journal's
+    /// lock once `fill` is done, and it is appended there, the records the
+    /// limits (or `floor`, under `Retention::UntilWritten`) release going
+    /// to the stash. Out of line: the journal's path stays off the plain
+    /// one.
+    #[inline(never)]
+    fn make_journaled(
+        &self,
+        mut stash: Option<&mut Stash>,
+        topic: Topic,
+        journal: &JournalRoute,
+        floor: Option<u64>,
+        fill: impl FnOnce(&mut Record),
+    ) -> Arc<Record> {
+        let mut ring = None;
+        let record = self.build(stash.as_deref_mut(), topic, 0, |record| {
+            fill(record);
+            let held = journal.core.lock();
+            // Relaxed: the lock orders it (`journal/mod.rs`).
+            produce::set_seq(record, self.seq.fetch_add(1, Ordering::Relaxed));
+            ring = Some(held);
+        });
+        if let Some(mut ring) = ring {
             ring.append(Arc::clone(&record), floor, |released| {
                 if let Some(stash) = stash.as_deref_mut() {
                     stash.keep(released);
@@ -211,13 +228,16 @@ impl BrokerShared {
                     None => {
                         let Some(fill) = fill.take() else { return };
                         let stash = if temporary { None } else { Some(&mut *stash) };
-                        let journal = snapshot
-                            .journal
-                            .as_ref()
-                            .filter(|_| route.journal)
-                            .map(|j| (j, Self::floor(snapshot, j)));
-                        *journaled = journal.is_some();
-                        let built = self.make_record(stash, route.topic.clone(), journal, fill);
+                        let topic = route.topic.clone();
+                        let journal = snapshot.journal.as_ref().filter(|_| route.journal);
+                        let built = match journal {
+                            None => self.make_record(stash, topic, fill),
+                            Some(journal) => {
+                                *journaled = true;
+                                let floor = Self::floor(snapshot, journal);
+                                self.make_journaled(stash, topic, journal, floor, fill)
+                            }
+                        };
                         if route.recorders {
                             *context = Some(Self::context(snapshot, &route.entries, &built));
                         }
@@ -260,13 +280,15 @@ impl BrokerShared {
                         let mut owned = record.take();
                         let mut ids = chosen.ids().iter().peekable();
                         while let Some(&i) = ids.next() {
-                            let sub = &snapshot.entries[i as usize].sub;
-                            let before = context.as_mut().and_then(|context| {
-                                let at = context.iter().position(|(s, _)| Arc::ptr_eq(s, sub))?;
-                                Some(context.swap_remove(at).1)
-                            });
-                            for record in before.into_iter().flatten() {
-                                gate.push(i, record, |dropped| stash.reclaim(dropped));
+                            if let Some(context) = context.as_mut() {
+                                let sub = &snapshot.entries[i as usize].sub;
+                                if let Some(at) =
+                                    context.iter().position(|(s, _)| Arc::ptr_eq(s, sub))
+                                {
+                                    for record in context.swap_remove(at).1 {
+                                        gate.push(i, record, |dropped| stash.reclaim(dropped));
+                                    }
+                                }
                             }
                             let shared = if ids.peek().is_none() {
                                 owned.take()
