@@ -125,9 +125,18 @@ impl FileAppenderBuilder {
     }
 
     /// Keeps `keep` rotated files (`app.log.1` … `app.log.<keep>`); older
-    /// ones are deleted. With 0, rotation deletes the live file.
+    /// ones are deleted, at each rotation and when the file is opened
+    /// (files above `keep` left by an earlier run too; only files named as
+    /// this appender names them). With 0, rotation deletes the live file.
+    /// A rotation's cost follows the rotated files present, not `keep`.
     pub fn keep(mut self, keep: usize) -> Self {
         self.config.keep = keep;
+        self
+    }
+
+    /// Keeps every rotated file: nothing is ever deleted.
+    pub fn keep_all(mut self) -> Self {
+        self.config.keep = usize::MAX;
         self
     }
 

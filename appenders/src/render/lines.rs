@@ -56,6 +56,15 @@ impl<W> Output<W> {
             partial: false,
         }
     }
+
+    /// An output whose last line was left unterminated (by a process killed
+    /// mid-write): the next record starts on a fresh line.
+    pub(crate) fn after_partial_line(writer: W) -> Output<W> {
+        Output {
+            writer,
+            partial: true,
+        }
+    }
 }
 
 /// A failed [`Lines::write_to`].

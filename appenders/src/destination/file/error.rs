@@ -25,6 +25,9 @@ pub enum FileErrorKind {
     Open,
     /// The log path is a symlink, which is refused rather than followed.
     Symlink,
+    /// The log file has other hard links (`st_nlink > 1`): records would
+    /// also land in a file planted elsewhere, so it is refused.
+    Hardlink,
     /// The configuration is invalid (empty path, `max_bytes(0)`, bad mode),
     /// or contradicts the appender it is for (a layout on a JSON file).
     Config,
@@ -37,6 +40,15 @@ impl FileError {
             path: path.to_owned(),
             detail: None,
             source: Some(source),
+        }
+    }
+
+    pub(crate) fn kind_only(kind: FileErrorKind, path: &Path) -> FileError {
+        FileError {
+            kind,
+            path: path.to_owned(),
+            detail: None,
+            source: None,
         }
     }
 
@@ -75,6 +87,9 @@ impl fmt::Display for FileError {
             FileErrorKind::CreateDir => write!(f, "cannot create the directory of {path}"),
             FileErrorKind::Open => write!(f, "cannot open {path}"),
             FileErrorKind::Symlink => write!(f, "refusing to follow the symlink at {path}"),
+            FileErrorKind::Hardlink => {
+                write!(f, "refusing to write to {path}: it has other hard links")
+            }
             FileErrorKind::Config => write!(
                 f,
                 "invalid file appender configuration for {path}: {}",

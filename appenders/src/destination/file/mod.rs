@@ -72,6 +72,52 @@ fn file_id(_meta: &fs::Metadata) -> Option<(u64, u64)> {
     None
 }
 
+/// Whether the file has other hard links: records written to it would also
+/// land in a file planted elsewhere (`ln /etc/something app.log`).
+#[cfg(unix)]
+fn has_other_links(meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    meta.nlink() > 1
+}
+
+#[cfg(not(unix))]
+fn has_other_links(_meta: &fs::Metadata) -> bool {
+    false
+}
+
+/// Whether the file's last byte is not a line feed: a process killed in the
+/// middle of a write left a partial line, which the next record must not
+/// be glued to. (A read error is taken as "terminated": the worst case is
+/// the old behaviour.)
+#[cfg(unix)]
+fn ends_mid_line(file: &File, meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut last = [0u8];
+    meta.len() > 0
+        && file
+            .read_at(&mut last, meta.len() - 1)
+            .is_ok_and(|n| n == 1)
+        && last[0] != b'\n'
+}
+
+#[cfg(not(unix))]
+fn ends_mid_line(_file: &File, _meta: &fs::Metadata) -> bool {
+    false
+}
+
+/// The live file as opened: refused if it has other hard links, and owing a
+/// line feed if it ends mid-line.
+fn live_output(file: File, meta: &fs::Metadata) -> Option<Output<File>> {
+    if has_other_links(meta) {
+        return None;
+    }
+    Some(if ends_mid_line(&file, meta) {
+        Output::after_partial_line(file)
+    } else {
+        Output::new(file)
+    })
+}
+
 impl RollingFile {
     /// Creates the directories and opens the live file.
     pub(crate) fn open(
@@ -96,11 +142,14 @@ impl RollingFile {
             }
         })?;
         let meta = file.metadata().map_err(|e| fail(FileErrorKind::Open, e))?;
+        let file = live_output(file, &meta)
+            .ok_or_else(|| FileError::kind_only(FileErrorKind::Hardlink, &path))?;
+        rotate::prune(&config).map_err(|e| fail(FileErrorKind::Open, e))?;
         let next_rollover = config.rotation.next_boundary(unix_secs(clock.now()));
         Ok(RollingFile {
             config,
             clock,
-            file: Output::new(file),
+            file,
             id: file_id(&meta),
             size: meta.len(),
             next_rollover,
@@ -160,9 +209,17 @@ impl RollingFile {
         let meta = file
             .metadata()
             .map_err(|e| AppendError::io(operation, e).with_detail(self.detail()))?;
-        // A partial line left by a failed write stays in the old file: the
-        // new `Output` owes no terminator.
-        self.file = Output::new(file);
+        // A partial line left by a failed write stays in the old file; the
+        // new one owes a terminator only if it ends mid-line itself.
+        self.file = live_output(file, &meta).ok_or_else(|| {
+            AppendError::new(
+                operation,
+                format!(
+                    "{}: refusing to write to a file with other hard links",
+                    self.detail()
+                ),
+            )
+        })?;
         self.id = file_id(&meta);
         self.size = meta.len();
         Ok(())
