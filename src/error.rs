@@ -67,6 +67,8 @@ pub enum SubscribeError {
     /// [`Builder::journal`](crate::Builder::journal) or
     /// [`BrokerHandle::set_journal`](crate::BrokerHandle::set_journal).
     NoJournal,
+    /// A dead-letter subscription cannot replay or have a flight recorder.
+    NotForDeadLetters,
 }
 
 impl fmt::Display for SubscribeError {
@@ -84,6 +86,9 @@ impl fmt::Display for SubscribeError {
             SubscribeError::ShutDown => f.write_str("the broker has been shut down"),
             SubscribeError::Spawn(_) => f.write_str("could not spawn the worker thread"),
             SubscribeError::DeadLetterExists => f.write_str("a dead-letter route is already set"),
+            SubscribeError::NotForDeadLetters => {
+                f.write_str("a dead-letter subscription cannot replay or have a flight recorder")
+            }
             SubscribeError::NoJournal => f.write_str(
                 "a replay or a flight recorder needs a journal: set one with Builder::journal or BrokerHandle::set_journal",
             ),

@@ -91,7 +91,9 @@
 //! # Order
 //!
 //! Every record gets a broker-wide `seq` ([`Record::seq`]) when it is built
-//! on the caller's thread, before it is queued. What an appender sees:
+//! on the caller's thread, before it is queued (a record the [`Journal`]
+//! keeps takes it under the journal's lock, once its message is
+//! formatted). What an appender sees:
 //!
 //! - **Per thread, program order**, always: one thread's records reach
 //!   each appender in the order its log calls were made (their `seq`s
@@ -104,6 +106,10 @@
 //!   allocation, not a promise that a later-queued record never follows a
 //!   higher `seq`.
 //! - **Drops leave gaps, never reorderings.**
+//! - **A flight recorder's context** ([`FlightRecorder`]) comes right
+//!   before its trigger, after the records the trigger's thread published
+//!   in between: the one exception to program order, marked with
+//!   [`CONTEXT_KEY`]. A replay ([`Replay`]) comes before every live record.
 //!
 //! # Shutdown
 //!
@@ -146,8 +152,9 @@
 //! The minimum supported Rust version is 1.80 (`rust-version` in
 //! `Cargo.toml`).
 
-// The only `unsafe` is in `queue/lane.rs` and `recycle.rs`; each block says
-// why it is sound, and `.ci/miri` runs their tests under Miri.
+// The only `unsafe` is in `queue/lane.rs` and `recycle.rs` (and `fork(2)`
+// calls in tests); each block says why it is sound, and `.ci/miri` runs
+// their tests under Miri.
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod broker;
@@ -189,7 +196,7 @@ pub use crate::{
     init::{init, try_init, InitError, ENV_VAR},
     journal::{
         FlightRecorder, Journal, JournalIter, JournalQuery, JournalReader, JournalStats, Replay,
-        ReplayGap, ReplayReport, Retention, CONTEXT_KEY, DEFAULT_JOURNAL_BYTES,
+        ReplayGap, ReplayReport, Retention, CONTEXT_KEY, CONTEXT_SCAN, DEFAULT_JOURNAL_BYTES,
         DEFAULT_JOURNAL_RECORDS, JOURNAL_SLACK_PER_RECORD,
     },
     log_backend::LoggerGuard,

@@ -113,11 +113,13 @@ impl Recycled {
 }
 
 /// Set in a record's holders count when the journal holds it too: its
-/// workers then never reuse it (the journal does, once it lets go and no
-/// one else holds it). A replay's worker decrements a count that is not
-/// its own; the flag survives that (it is far above any count), and
-/// reuse never rests on the count alone: `Recycled::new` proves the
-/// record unique.
+/// workers then do not try to reuse it (the journal's release does, once
+/// no one else holds it), which saves them `WORKER_ATTEMPTS` failed
+/// looks. It is a hint, not an invariant: a journal-only record delivered
+/// by a replay never had its count set, and a replay's workers decrement
+/// a count that is not theirs (several decrements can clear the flag).
+/// Soundness never rests on the count: `Recycled::new` proves the record
+/// unique before any reuse.
 const JOURNALED: usize = 1 << (usize::BITS - 2);
 
 /// Says how many subscriptions `record` is about to be enqueued into, so

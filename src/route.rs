@@ -35,9 +35,13 @@ pub(crate) struct Entry {
     /// `RUST_LOG`-style directives, checked with the level threshold.
     pub(crate) directives: Option<Directives>,
     pub(crate) predicate: Option<Predicate>,
-    /// Records whose `seq` is below this skip the subscription: a replay
-    /// delivered them (`journal/replay.rs`). 0 for any other.
+    /// Records the journal keeps whose `seq` is below this skip the
+    /// subscription: its replay delivered them (`journal/replay.rs`). 0 for
+    /// any other.
     pub(crate) live_from: u64,
+    /// Every record below this skips it: a replay from an offset not yet
+    /// published (`Replay::From`). 0 for any other.
+    pub(crate) start: u64,
     pub(crate) recorder: Option<Arc<Recorder>>,
 }
 
@@ -49,6 +53,14 @@ impl Entry {
                 .directives
                 .as_ref()
                 .map_or(true, |d| d.enabled(level, target))
+    }
+
+    /// Whether a replay delivered `record` (or it precedes the start), so
+    /// that it skips this entry live. `journaled`: the journal keeps it.
+    #[inline]
+    pub(crate) fn replayed(&self, record: &Record, journaled: bool) -> bool {
+        let seq = record.seq();
+        seq < self.start || (journaled && seq < self.live_from)
     }
 
     /// Whether this entry takes `record` by pattern, level and directives,
@@ -84,6 +96,7 @@ impl Clone for Entry {
             directives: self.directives.clone(),
             predicate: self.predicate.clone(),
             live_from: self.live_from,
+            start: self.start,
             recorder: self.recorder.clone(),
         }
     }

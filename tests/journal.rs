@@ -590,3 +590,142 @@ fn replay_hands_over_when_only_the_journal_takes_the_records() {
     assert_per_thread_order(&replayed.records());
     assert_accounted(handle.stats());
 }
+
+/// A trigger its subscription's predicate rejects never reaches it: it
+/// draws no context, and leaves the context to the next trigger (a review
+/// found the rejected trigger used it up).
+#[test]
+fn a_trigger_the_predicate_rejects_leaves_the_context_to_the_next() {
+    let broker = journal_broker(Journal::new());
+    let (memory, captured) = Memory::new();
+    broker
+        .subscribe(
+            Subscription::builder("errors", memory)
+                .level(LevelFilter::Warn)
+                .filter(|r| !r.message().contains("ignored"))
+                .flight_recorder(FlightRecorder::new().context(10)),
+        )
+        .unwrap();
+    log::debug!(logger: &broker, target: "app", "step 1");
+    log::debug!(logger: &broker, target: "app", "step 2");
+    log::error!(logger: &broker, target: "app", "ignored error");
+    log::error!(logger: &broker, target: "app", "real error");
+    broker.flush().unwrap();
+    assert_eq!(captured.messages(), ["step 1", "step 2", "real error"]);
+}
+
+/// A replay's predicate runs in the routing state, as on a publisher: a
+/// log call from it is discarded, so it cannot fill the held queue and
+/// wait for itself (a review found `subscribe` deadlocked under `Block`).
+#[test]
+fn a_replay_predicate_that_logs_does_not_deadlock_subscribe() {
+    let broker = journal_broker(Journal::new());
+    for i in 0..4 {
+        log::info!(logger: &broker, target: "app", "old {i}");
+    }
+    let in_predicate = broker.handle();
+    let (done_tx, done_rx) = bounded(1);
+    let subscriber = broker.handle();
+    thread::spawn(move || {
+        let builder = Subscription::builder("late", Memory::new().0)
+            .overflow(OverflowPolicy::Block)
+            .capacity(1)
+            .replay(Replay::Oldest)
+            .filter(move |r| {
+                log::info!(logger: &in_predicate, target: "pred", "looked at {}", r.seq());
+                true
+            });
+        let _ = done_tx.send(subscriber.subscribe(builder).map(|h| h.stats()));
+    });
+    let stats = recv(&done_rx, "subscribe to return").unwrap();
+    assert_eq!(stats.matched, 4);
+    assert_eq!(broker.stats().suppressed, 4);
+}
+
+/// A flush during `replace` waits for the old subscription's drain too:
+/// records logged before the flush are in it (a review found flush
+/// returning at once).
+#[test]
+fn a_flush_during_a_replace_waits_for_the_old_subscription() {
+    let broker = common::broker();
+    let (gated, gate) = common::GatedAppender::new();
+    broker
+        .subscribe(Subscription::builder("app", gated))
+        .unwrap();
+    log::info!(logger: &broker, target: "app", "first");
+    recv(&gate.entered, "the old worker to stall");
+    log::info!(logger: &broker, target: "app", "second");
+    let replacer = {
+        let handle = broker.handle();
+        thread::spawn(move || handle.replace("app", Subscription::builder("app", Memory::new().0)))
+    };
+    // The swap is visible once "app" is the new, empty subscription; the
+    // replace then waits for the old one, which the gate holds.
+    let deadline = std::time::Instant::now() + common::SAFETY_NET;
+    while broker.subscription("app").unwrap().stats().matched != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the swap never showed"
+        );
+        thread::yield_now();
+    }
+    let stalled = broker.flush_timeout(std::time::Duration::from_millis(50));
+    assert!(
+        matches!(&stalled, Err(logbus::FlushError::Timeout { pending, .. }) if pending == &["app"]),
+        "{stalled:?}"
+    );
+    gate.open();
+    let (_, old_stats) = replacer.join().unwrap().unwrap();
+    broker.flush().unwrap();
+    assert_eq!(gate.captured.messages(), ["first", "second"]);
+    assert_eq!(old_stats.written, 2);
+}
+
+/// Removing the journal lets its records go at once, though idle threads'
+/// stale views still hold the journal itself.
+#[test]
+fn removing_the_journal_lets_its_records_go() {
+    let broker = journal_broker(Journal::new());
+    let (logged_tx, logged_rx) = bounded(1);
+    let (end_tx, end_rx) = bounded::<()>(1);
+    let idle = {
+        let handle = broker.handle();
+        thread::spawn(move || {
+            log::info!(logger: &handle, target: "app", "from an idle thread");
+            logged_tx.send(()).unwrap();
+            let _ = end_rx.recv();
+        })
+    };
+    recv(&logged_rx, "the idle thread's record");
+    let record = broker
+        .journal()
+        .unwrap()
+        .iter(JournalQuery::new())
+        .unwrap()
+        .next()
+        .unwrap();
+    let weak = Arc::downgrade(&record);
+    drop(record);
+    broker.remove_journal().unwrap();
+    assert!(
+        weak.upgrade().is_none(),
+        "the removed journal still holds its records"
+    );
+    end_tx.send(()).unwrap();
+    idle.join().unwrap();
+}
+
+#[test]
+fn a_dead_letter_subscription_cannot_replay_or_record() {
+    let broker = journal_broker(Journal::new());
+    let replay = broker
+        .set_dead_letter(Subscription::builder("dead", Memory::new().0).replay(Replay::Oldest));
+    assert!(matches!(replay, Err(SubscribeError::NotForDeadLetters)));
+    let recorder = broker.set_dead_letter(
+        Subscription::builder("dead", Memory::new().0).flight_recorder(FlightRecorder::new()),
+    );
+    assert!(matches!(recorder, Err(SubscribeError::NotForDeadLetters)));
+    broker
+        .set_dead_letter(Subscription::builder("dead", Memory::new().0))
+        .unwrap();
+}

@@ -1,9 +1,11 @@
-//! The journal's memory stays within its byte limit in a long run: alone
-//! in its test binary, since it reads the process's resident memory.
+//! The journal's memory stays within its byte limit plus the documented
+//! slack in a long run, also when its records are built from recycled
+//! records whose buffers grew on longer messages: alone in its test
+//! binary, since it reads the process's resident memory.
 
 mod common;
 
-use logbus::{Journal, JournalQuery};
+use logbus::{AppendError, Appender, Journal, LevelFilter, Record, Subscription};
 
 /// Resident memory now, from `/proc/self/status`, in bytes.
 fn resident() -> usize {
@@ -20,47 +22,69 @@ fn resident() -> usize {
     kib * 1024
 }
 
-/// The slack the journal's docs allow beyond its byte limit: the
-/// allocator's overhead on each retained record (see `Journal`), plus a
-/// fixed 2 MiB for what the run itself allocates (thread stacks, the
-/// route cache, the recycled-record pool).
+/// The slack the journal's docs allow beyond its byte limit
+/// (`JOURNAL_SLACK_PER_RECORD` per retained record), plus a fixed 4 MiB
+/// for what the run itself holds: thread stacks, the route cache, the
+/// recycled-record pool (4,096 records whose buffers grew to 4 KiB here:
+/// the debug subscription's own recycling, not the journal's).
 fn slack(records: usize) -> usize {
-    records * logbus::JOURNAL_SLACK_PER_RECORD + (2 << 20)
+    records * logbus::JOURNAL_SLACK_PER_RECORD + (4 << 20) + 4096 * 4096
 }
 
+/// Writes nothing and keeps no reference: its records are recycled.
+struct Discard;
+
+impl Appender for Discard {
+    fn append(&mut self, _record: &Record) -> Result<(), AppendError> {
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), AppendError> {
+        Ok(())
+    }
+}
+
+/// Long debug messages go to an appender and are recycled, buffers and
+/// all; short info messages are kept by the journal, formatted into those
+/// recycled records (a review found 181 MiB resident against 8 MiB
+/// counted before the journal gave up what it does not use).
 #[test]
 fn a_long_run_stays_within_the_byte_limit_plus_the_documented_slack() {
     let limit = 8 << 20;
-    let total = common::scaled(600_000, 2_000);
+    let pairs = common::scaled(150_000, 500);
     common::enable_all_levels();
     let broker = logbus::builder()
+        // Info and more severe: the debug records are not kept.
         .journal(Journal::new().records(1 << 30).bytes(limit))
+        .appender(
+            Subscription::builder("debug-console", Discard)
+                .pattern("debug.#")
+                .level(LevelFilter::Debug),
+        )
         .build()
         .unwrap();
     let journal = broker.journal().unwrap();
+    let big = "x".repeat(4_000);
     let before = resident();
     let mut peak = 0;
     let mut most = 0;
-    for i in 0..total {
-        log::info!(logger: &broker, target: "app::http", "request {i:>8} served in {} us with a message of some length", i % 1000);
-        if i % 10_000 == 0 {
+    for i in 0..pairs {
+        log::debug!(logger: &broker, target: "app", "{big}");
+        log::info!(logger: &broker, target: "app::http", "request {i:>8} served in {} us", i % 1000);
+        if i % 5_000 == 0 {
             let stats = journal.stats();
             assert!(stats.bytes <= limit, "{stats:?}");
             most = most.max(stats.records);
             peak = peak.max(resident());
         }
     }
+    broker.flush().unwrap();
+    peak = peak.max(resident());
     let stats = journal.stats();
     assert!(stats.bytes <= limit, "{stats:?}");
-    assert_eq!(stats.released + stats.records as u64, total);
-    let one = journal
-        .iter(JournalQuery::new())
-        .unwrap()
-        .next()
-        .unwrap()
-        .approx_size();
+    assert_eq!(stats.released + stats.records as u64, pairs);
     assert!(
-        stats.bytes > limit - 2 * one,
+        stats.bytes > limit - 1024,
         "{stats:?}: the journal should be full"
     );
     let grown = peak.saturating_sub(before);

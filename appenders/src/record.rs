@@ -302,8 +302,9 @@ impl Record {
 
     /// Broker-wide sequence number: unique, taken from one counter when the
     /// record is built on the caller's thread (after routing, before the
-    /// message is formatted), so it increases in the order log calls reach
-    /// that point. See the `logbus` crate docs, "Order", for what it
+    /// message is formatted; for a record logbus' journal keeps, after,
+    /// under the journal's lock), so it increases in the order log calls
+    /// reach that point; the journal's offsets are these numbers. See the `logbus` crate docs, "Order", for what it
     /// promises about the order appenders see.
     #[must_use]
     #[inline]

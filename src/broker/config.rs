@@ -143,18 +143,19 @@ impl BrokerShared {
             directives,
             predicate: predicate.clone(),
             live_from: 0,
+            start: 0,
             recorder,
         };
         let mut entries = config.snapshot.entries.clone();
         let replayed = match (replay, journal) {
             (Some(replay), Some(journal)) => {
-                sub.queue.front.hold();
                 let ring = journal.core.lock();
                 // Relaxed, under the journal's lock: see `journal/replay.rs`.
                 let live_from = self.seq.load(Ordering::Relaxed);
                 let global = config.snapshot.global.as_ref();
                 let set = ring.replay(replay, live_from, |r| entry.wants(global, r));
                 entry.live_from = set.live_from;
+                entry.start = set.start;
                 entries.push(entry);
                 self.publish_snapshot(&mut config, entries);
                 drop(ring);
@@ -185,6 +186,9 @@ impl BrokerShared {
         self.check_new(&config, &builder)?;
         if self.dead_letters.get().is_some() {
             return Err(SubscribeError::DeadLetterExists);
+        }
+        if builder.replay.is_some() || builder.recorder.is_some() {
+            return Err(SubscribeError::NotForDeadLetters);
         }
         let sub = worker::spawn(
             builder,

@@ -55,7 +55,12 @@ pub(super) fn finish_replay(
         queue: &sub.queue,
         records: None,
     };
+    // The predicate runs as on a publisher, in the routing state: its log
+    // calls are discarded (`thread_role.rs`), so it cannot log into the
+    // held queue and wait on it (a review found that deadlock).
+    let routing = crate::thread_role::RoutingGuard::enter();
     let report = set.filter(|r| predicate.map_or(true, |p| p(r)));
+    drop(routing);
     let mut records = set.records;
     if let Some(gap) = &report.gap {
         records.insert(0, Arc::new(gap_notice(gap, &report)));
@@ -85,7 +90,14 @@ impl BrokerShared {
                 };
                 Some(JournalRoute::new(core, journal, patterns))
             }
-            _ => None,
+            _ => {
+                // Idle threads' stale snapshots still hold the core: let its
+                // records go now.
+                if let Some(current) = &config.journal {
+                    current.core.lock().release_all();
+                }
+                None
+            }
         };
         let entries = config.snapshot.entries.clone();
         self.publish_snapshot(&mut config, entries);
@@ -137,6 +149,7 @@ impl BrokerShared {
                     directives,
                     predicate,
                     live_from: 0,
+                    start: 0,
                     recorder,
                 },
             );
@@ -188,7 +201,9 @@ impl BrokerHandle {
     /// [`unsubscribe`](BrokerHandle::unsubscribe); every record after it
     /// by the new one. Returns the new subscription and the old one's
     /// final counters. The two appenders may run side by side for the
-    /// moment the old one drains.
+    /// moment the old one drains; a flush waits for both. Called from
+    /// inside an appender (a worker thread) it does not wait for the old
+    /// one to drain, and its counters are those of that moment.
     ///
     /// ```
     /// use logbus::{Broker, LevelFilter, Memory, Subscription};

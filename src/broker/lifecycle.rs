@@ -36,10 +36,15 @@ impl BrokerShared {
         }
         let deadline = Instant::now() + timeout;
         let snapshot = self.snapshot();
+        // Subscriptions being removed (unsubscribe, replace) still write
+        // records enqueued before this call (a review found flush returning
+        // before them).
+        let removing: Vec<Arc<SubShared>> = self.lock_config().removing.clone();
         let subs: Vec<&SubShared> = snapshot
             .entries
             .iter()
             .map(|e| &*e.sub)
+            .chain(removing.iter().map(|s| &**s))
             .filter(|sub| only.map_or(true, |name| name == &*sub.name))
             .collect();
         let mut pending = flush_all(&subs, deadline);

@@ -121,6 +121,8 @@ impl BrokerShared {
         let mut ring = None;
         let record = self.build(stash.as_deref_mut(), topic, 0, |record| {
             fill(record);
+            // What the journal counts is what it holds (`JOURNAL_SLACK_PER_RECORD`).
+            produce::fit_for_retention(record);
             let held = journal.core.lock();
             // Relaxed: the lock orders it (`journal/mod.rs`).
             produce::set_seq(record, self.seq.fetch_add(1, Ordering::Relaxed));
@@ -155,8 +157,11 @@ impl BrokerShared {
         for &i in ids {
             let entry = &snapshot.entries[i as usize];
             if let Some(recorder) = entry.recorder.as_deref().filter(|r| r.triggers(record)) {
+                // The guard is a temporary: the lock is released before the
+                // copies are made.
                 let records = journal.core.lock().context(recorder, record, entry.level);
-                context.push((Arc::clone(&entry.sub), records));
+                let marked = crate::journal::mark_context(records, record);
+                context.push((Arc::clone(&entry.sub), marked));
             }
         }
         context
@@ -238,13 +243,15 @@ impl BrokerShared {
                                 self.make_journaled(stash, topic, journal, floor, fill)
                             }
                         };
-                        if route.recorders {
-                            *context = Some(Self::context(snapshot, &route.entries, &built));
-                        }
                         record.insert(built)
                     }
                 };
-                let chosen = Chosen::new(snapshot, &route.entries, built);
+                let chosen = Chosen::new(snapshot, &route.entries, built, *journaled);
+                // Only a trigger that reaches the subscription (its predicate
+                // and replay passed) draws its context, once.
+                if route.recorders && context.is_none() {
+                    *context = Some(Self::context(snapshot, chosen.ids(), built));
+                }
                 if chosen.ids().is_empty() {
                     // Only the journal keeps it, or every predicate said no:
                     // no gate to pass, but a replaying subscription added
@@ -270,8 +277,14 @@ impl BrokerShared {
                     } else if self.closed.load(Ordering::Relaxed) {
                         // Relaxed, after the fence: pairs with shutdown's SeqCst
                         // store (see `closed`). Counted like the early check
-                        // does, whatever the predicates said.
-                        self.count_after_shutdown(snapshot, &route.entries);
+                        // does, whatever the predicates said (not where a replay
+                        // delivered it).
+                        self.count_built_after_shutdown(
+                            snapshot,
+                            &route.entries,
+                            built,
+                            *journaled,
+                        );
                         *record = None;
                         false
                     } else {
@@ -309,6 +322,24 @@ impl BrokerShared {
             }
             view.refresh(self.snapshot());
         }
+    }
+
+    /// [`count_after_shutdown`](Self::count_after_shutdown) for a record
+    /// already built: not in a subscription whose replay delivered it.
+    fn count_built_after_shutdown(
+        &self,
+        snapshot: &Snapshot,
+        entries: &[u32],
+        record: &Record,
+        journaled: bool,
+    ) {
+        for &i in entries {
+            let entry = &snapshot.entries[i as usize];
+            if !entry.replayed(record, journaled) {
+                entry.sub.counters.record_drops(1);
+            }
+        }
+        Counters::add(&self.dropped_after_shutdown, 1);
     }
 
     /// Counts a record published after shutdown, in every subscription of
@@ -417,10 +448,16 @@ enum Chosen<'a> {
 }
 
 impl<'a> Chosen<'a> {
-    fn new(snapshot: &Snapshot, entries: &'a [u32], record: &Record) -> Chosen<'a> {
+    fn new(
+        snapshot: &Snapshot,
+        entries: &'a [u32],
+        record: &Record,
+        journaled: bool,
+    ) -> Chosen<'a> {
         let rejects = |&i: &u32| {
             let entry = &snapshot.entries[i as usize];
-            record.seq() < entry.live_from || entry.predicate.as_ref().is_some_and(|p| !p(record))
+            entry.replayed(record, journaled)
+                || entry.predicate.as_ref().is_some_and(|p| !p(record))
         };
         if !entries.iter().any(rejects) {
             return Chosen::All(entries);

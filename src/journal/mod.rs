@@ -44,8 +44,8 @@ use log::LevelFilter;
 use logbus_appenders::{Level, Record};
 
 pub use self::read::{JournalIter, JournalQuery, JournalReader, JournalStats};
-pub(crate) use self::recorder::Recorder;
-pub use self::recorder::{FlightRecorder, CONTEXT_KEY};
+pub(crate) use self::recorder::{mark_context, Recorder};
+pub use self::recorder::{FlightRecorder, CONTEXT_KEY, CONTEXT_SCAN};
 pub(crate) use self::replay::{gap_notice, ReplaySet};
 pub use self::replay::{Replay, ReplayGap, ReplayReport};
 
@@ -130,11 +130,15 @@ pub enum Retention {
     /// Also release a record as soon as every subscription's worker has
     /// passed it (its cursor, the `seq` after the last record it wrote, or
     /// the broker's next `seq` when it is idle). The journal then holds
-    /// only what some subscription has not written yet: for a journal that
-    /// exists so that a subscription added or replaced at runtime can pick
-    /// up what is in flight, at the least memory. Records only a flight
-    /// recorder wants are released as soon as they are published: use
-    /// [`Retention::Limits`] with a flight recorder.
+    /// about what the subscriptions have not written yet, at the least
+    /// memory: for a journal that exists so that a subscription added at
+    /// runtime ([`Replay::Oldest`]) can pick up what is in flight. The
+    /// cursor is an approximation: a record whose `seq` was taken but
+    /// which is still on its way into the queues when every worker is idle
+    /// can be released before it is written, and a replay then misses it
+    /// without a gap report; use [`Retention::Limits`] where that matters.
+    /// Records only a flight recorder wants are released as soon as they
+    /// are published: use [`Retention::Limits`] with a flight recorder.
     UntilWritten,
 }
 
@@ -229,6 +233,9 @@ impl Limits {
 /// The journal's records, shared by every snapshot that routes into it.
 pub(crate) struct JournalCore {
     ring: Mutex<Ring>,
+    /// The fork generation it was made in: in a forked child its lock may
+    /// be held for ever, so readers there take it not (`fork.rs`).
+    fork_generation: u64,
 }
 
 /// The retained records, oldest first, in `seq` order.
@@ -253,7 +260,13 @@ impl JournalCore {
                 released: 0,
                 released_through: None,
             }),
+            fork_generation: crate::fork::generation(),
         }
+    }
+
+    /// Whether this process is a child forked after the journal was made.
+    pub(crate) fn in_forked_child(&self) -> bool {
+        crate::fork::forked_since(self.fork_generation)
     }
 
     /// Locks the ring. Held for an append, a few records' copy, or a scan
@@ -307,6 +320,16 @@ impl Ring {
                 release(oldest);
             }
         }
+    }
+
+    /// Lets every record go (the journal is removed).
+    pub(crate) fn release_all(&mut self) {
+        self.released += self.records.len() as u64;
+        if let Some(newest) = self.records.back() {
+            self.released_through = Some(newest.seq());
+        }
+        self.records.clear();
+        self.bytes = 0;
     }
 
     /// Releases what the age limit no longer allows (before a read).

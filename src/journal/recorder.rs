@@ -4,12 +4,18 @@
 //! context.
 //!
 //! Context is collected on the trigger's publishing thread, under the
-//! journal's lock (a backwards scan that stops after `context` records or
-//! at the previous trigger), and pushed into the subscription's queue
-//! through that thread's lane just before the trigger, so the appender
-//! receives them in that order. The recorder's *watermark*, the `seq` of
-//! the latest trigger, moves under the same lock: a record is context for
-//! at most one trigger, however close triggers come.
+//! journal's lock (a backwards scan that stops after `context` records, at
+//! the previous trigger, or after [`CONTEXT_SCAN`] records), copied after
+//! the lock is released, and pushed into the subscription's queue through
+//! that thread's lane just before the trigger, so the appender receives
+//! them in that order. The recorder's *watermark*, the `seq` of the latest
+//! trigger, moves under the same lock: a record is context for at most one
+//! trigger, however close triggers come.
+//!
+//! Context records are the one exception to "per thread, program order":
+//! a debug record that preceded a warning of its own thread arrives after
+//! that warning, just before the trigger (the crate docs' "Order"). Each
+//! carries [`CONTEXT_KEY`], so a reader can tell.
 
 use log::LevelFilter;
 use logbus_appenders::{Level, Record, Value};
@@ -18,6 +24,11 @@ use super::Ring;
 use crate::sync::{Arc, AtomicU64, Ordering};
 use crate::topic::{parse_patterns, PatternSource};
 use crate::topic::{TopicParseError, TopicPattern};
+
+/// Most retained records a trigger's context scan looks at (under the
+/// journal's lock, on the trigger's thread): with a narrow context pattern
+/// or `same_thread`, fewer than `context` records may be found within it.
+pub const CONTEXT_SCAN: usize = 16_384;
 
 /// The key-value a context record carries: the `seq` of the trigger it
 /// precedes. Live records never have it, so a reader can tell them apart
@@ -190,7 +201,8 @@ impl Recorder {
 impl Ring {
     /// The context of `trigger` for `recorder` (subscription level `own`):
     /// up to `context` retained records before it and after the previous
-    /// trigger, oldest first, each a copy marked with [`CONTEXT_KEY`].
+    /// trigger, oldest first, among the [`CONTEXT_SCAN`] before it. The
+    /// caller marks them ([`mark_context`]) once the lock is released.
     pub(crate) fn context(
         &self,
         recorder: &Recorder,
@@ -201,25 +213,33 @@ impl Ring {
         let floor = recorder.watermark.load(Ordering::Relaxed);
         let thread = trigger.thread().id;
         let before = self.position(trigger.seq());
-        let mut picked: Vec<&Arc<Record>> = self
+        let mut picked: Vec<Arc<Record>> = self
             .records
             .range(..before)
             .rev()
+            .take(CONTEXT_SCAN)
             .take_while(|r| r.seq() >= floor)
             .filter(|r| {
                 recorder.keeps(r.level(), r.topic().as_str(), own)
                     && (!recorder.same_thread || r.thread().id == thread)
             })
             .take(recorder.context)
+            .cloned()
             .collect();
         picked.reverse();
         recorder
             .watermark
             .fetch_max(trigger.seq() + 1, Ordering::Relaxed);
-        let mark = vec![(CONTEXT_KEY.into(), Value::U64(trigger.seq()))];
         picked
-            .into_iter()
-            .map(|r| Arc::new(r.with_extra_kv(mark.clone())))
-            .collect()
     }
+}
+
+/// Copies of `context` marked with [`CONTEXT_KEY`]: the `seq` of the
+/// trigger they precede.
+pub(crate) fn mark_context(context: Vec<Arc<Record>>, trigger: &Record) -> Vec<Arc<Record>> {
+    let mark = vec![(CONTEXT_KEY.into(), Value::U64(trigger.seq()))];
+    context
+        .into_iter()
+        .map(|r| Arc::new(r.with_extra_kv(mark.clone())))
+        .collect()
 }

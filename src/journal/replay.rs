@@ -103,7 +103,10 @@ impl fmt::Display for ReplayGap {
 /// The records copied for a replay, before the predicate.
 pub(crate) struct ReplaySet {
     pub(crate) records: Vec<Arc<Record>>,
+    /// The hand-over offset `h`.
     pub(crate) live_from: u64,
+    /// An offset after `h` asked for (`Replay::From`), or 0.
+    pub(crate) start: u64,
     pub(crate) gap: Option<ReplayGap>,
     /// For [`Replay::Last`]: how many to keep after the predicate.
     pub(crate) last: Option<usize>,
@@ -120,7 +123,7 @@ impl ReplaySet {
         }
         ReplayReport {
             first: self.records.first().map(|r| r.seq()),
-            live_from: self.live_from,
+            live_from: self.live_from.max(self.start),
             records: self.records.len(),
             gap: self.gap,
         }
@@ -159,7 +162,8 @@ impl Ring {
             .collect();
         ReplaySet {
             records,
-            live_from: live_from.max(from),
+            live_from,
+            start: if from > live_from { from } else { 0 },
             gap,
             last,
         }

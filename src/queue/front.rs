@@ -1,8 +1,10 @@
 //! The front of a queue: records a subscription receives before any live
 //! one, the records a replay hands it (`journal/replay.rs`). Every `seq`
-//! in the front is below every live record's (the subscription's
-//! `live_from`), so "the front first" is the drain's `seq` merge with one
-//! more source.
+//! in the front is below that of every live record the journal keeps (the
+//! subscription's `live_from`), so "the front first" is the drain's `seq`
+//! merge with one more source, up to the records the journal does not
+//! keep (and a flight recorder's context), which arrive live whatever
+//! their `seq`.
 //!
 //! While the subscribing thread still filters the replay with the
 //! subscription's predicate, the front is *held*: the drain takes nothing,
@@ -34,9 +36,9 @@ impl Front {
         }
     }
 
-    /// Holds the drain until `fill`. Called before the subscription is
-    /// published: every live record is pushed after it, and the worker
-    /// acquires the push, so it sees the hold before any live record.
+    /// Holds the drain until `fill`. Called before the worker thread is
+    /// spawned, so every take of the worker sees it (and `held` only ever
+    /// goes from set to clear, so a take that saw it cleared may merge).
     pub(crate) fn hold(&self) {
         // Relaxed: ordered before the snapshot's publication (see above).
         self.held.store(true, Ordering::Relaxed);

@@ -74,6 +74,13 @@ pub(crate) fn spawn(
     seq: Arc<CacheLine<AtomicU64>>,
 ) -> Result<Arc<SubShared>, SubscribeError> {
     let (queue, drain) = Queue::new(builder.capacity, builder.max_bytes, builder.overflow);
+    if builder.replay.is_some() {
+        // Held before the worker thread exists, so that its every take sees
+        // the hold (the thread's creation publishes it): no live record
+        // overtakes the replay (`queue/front.rs`). A review found the hold
+        // set after the spawn missed by a first take already under way.
+        queue.front.hold();
+    }
     let (ctrl_tx, ctrl_rx) = crossbeam_channel::bounded(CONTROL_CAPACITY);
     let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
     let shared = Arc::new(SubShared {

@@ -61,6 +61,24 @@ pub fn set_seq(record: &mut Record, seq: u64) {
     record.seq = seq;
 }
 
+/// Gives up buffer capacity a record to be retained does not use: the
+/// spare buffer, and a message or key-value buffer much larger than its
+/// content (a recycled record keeps its longest message's buffer, up to
+/// 4 KiB). logbus' journal counts lengths, so what it keeps must not hold
+/// more. A fresh exact buffer replaces a large one, which is freed whole
+/// (shrinking in place leaves holes too small for the next large one).
+pub fn fit_for_retention(record: &mut Record) {
+    record.spare = String::new();
+    if let Cow::Owned(text) = &mut record.message {
+        if text.capacity() > 2 * text.len() + 64 {
+            *text = text.as_str().to_owned();
+        }
+    }
+    if record.kv.capacity() > record.kv.len() + 4 {
+        record.kv = record.kv.clone();
+    }
+}
+
 /// Sets a literal message (not copied).
 #[inline]
 pub fn set_message_literal(record: &mut Record, message: &'static str) {
