@@ -149,6 +149,8 @@ impl BrokerShared {
 
     /// The context of each flight recorder that `record` triggers among
     /// the chosen subscriptions.
+    #[cold]
+    #[inline(never)]
     fn context(snapshot: &Snapshot, ids: &[u32], record: &Record) -> Context {
         let Some(journal) = &snapshot.journal else {
             return Vec::new();
@@ -326,6 +328,7 @@ impl BrokerShared {
 
     /// [`count_after_shutdown`](Self::count_after_shutdown) for a record
     /// already built: not in a subscription whose replay delivered it.
+    #[cold]
     fn count_built_after_shutdown(
         &self,
         snapshot: &Snapshot,
