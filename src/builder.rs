@@ -6,6 +6,7 @@ use crate::broker::{Broker, DEFAULT_FLUSH_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT};
 use crate::error::InstallError;
 use crate::journal::Journal;
 use crate::log_backend::{self, LoggerGuard};
+use crate::sanitize::{Intake, Redaction, DEFAULT_MAX_RECORD_BYTES};
 use crate::subscription::SubscriptionBuilder;
 
 /// Starts configuring a broker in code; see [`Builder`].
@@ -20,6 +21,8 @@ pub fn builder() -> Builder {
 /// | appenders | none |
 /// | dead-letter appender | none: failed records are counted as `lost` |
 /// | journal | none (see [`Journal`]) |
+/// | record size bound | [`DEFAULT_MAX_RECORD_BYTES`] (64 KiB) of message and per value |
+/// | redaction | none (see [`Redaction`]) |
 /// | flush timeout | [`DEFAULT_FLUSH_TIMEOUT`] (5 s) |
 /// | shutdown timeout | [`DEFAULT_SHUTDOWN_TIMEOUT`] (30 s) |
 ///
@@ -45,6 +48,7 @@ pub struct Builder {
     appenders: Vec<SubscriptionBuilder>,
     dead_letter: Option<SubscriptionBuilder>,
     journal: Option<Journal>,
+    intake: Intake,
     flush_timeout: Duration,
     shutdown_timeout: Duration,
 }
@@ -62,6 +66,10 @@ impl Builder {
             appenders: Vec::new(),
             dead_letter: None,
             journal: None,
+            intake: Intake {
+                max_bytes: DEFAULT_MAX_RECORD_BYTES,
+                redaction: None,
+            },
             flush_timeout: DEFAULT_FLUSH_TIMEOUT,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
         }
@@ -89,6 +97,24 @@ impl Builder {
         self
     }
 
+    /// Bounds each record: a message, and each key-value's string, longer
+    /// than `bytes` is cut at a UTF-8 boundary and marked
+    /// `…[truncated N bytes]`, on the caller's thread, which formats and
+    /// copies no more than that plus one chunk; counted in
+    /// [`BrokerStats::truncated`](crate::BrokerStats::truncated). Values
+    /// below 1 KiB are raised to it.
+    pub fn max_record_bytes(mut self, bytes: usize) -> Self {
+        self.intake.max_bytes = bytes.max(1024);
+        self
+    }
+
+    /// Redacts secrets on the caller's thread, before any appender sees
+    /// the record; see [`Redaction`].
+    pub fn redact(mut self, redaction: Redaction) -> Self {
+        self.intake.redaction = Some(redaction);
+        self
+    }
+
     /// How long `flush` (and `log::logger().flush()`) waits at most.
     pub fn flush_timeout(mut self, timeout: Duration) -> Self {
         self.flush_timeout = timeout;
@@ -110,7 +136,7 @@ impl Builder {
     /// pattern, duplicate name, zero capacity), [`InstallError::Journal`]
     /// if the journal's settings are.
     pub fn build(self) -> Result<Broker, InstallError> {
-        let broker = Broker::with_timeouts(self.flush_timeout, self.shutdown_timeout);
+        let broker = Broker::with_settings(self.flush_timeout, self.shutdown_timeout, self.intake);
         if let Some(journal) = &self.journal {
             broker.set_journal(journal.clone())?;
         }

@@ -171,6 +171,7 @@ mod recycle;
 mod report;
 mod retry;
 mod route;
+mod sanitize;
 mod stats;
 mod subscription;
 mod sync;
@@ -202,6 +203,7 @@ pub use crate::{
     log_backend::LoggerGuard,
     queue::{OverflowPolicy, DEFAULT_CAPACITY, MAX_CAPACITY},
     retry::{BreakerState, CircuitBreaker, RetryPolicy},
+    sanitize::{Redaction, DEFAULT_MAX_RECORD_BYTES, REDACTED},
     stats::{BrokerStats, ShutdownReport, SubscriptionStats},
     subscription::{Subscription, SubscriptionBuilder, SubscriptionHandle},
     topic::{TopicParseError, TopicParseErrorKind, TopicPattern},

@@ -10,28 +10,43 @@ use logbus_appenders::__private_api as produce;
 use logbus_appenders::{Record, Value};
 
 use crate::broker::{Broker, BrokerHandle, BrokerShared};
+use crate::sanitize::{bound_str, Bounded, Intake};
 use crate::stats::{Counters, ShutdownReport};
 use crate::sync::Ordering;
 use crate::thread_role::{self, RoutingGuard};
 
 /// Fills `out` (fresh or recycled, already carrying topic, seq and time)
-/// from the `log` crate's record.
-fn fill(out: &mut Record, record: &log::Record<'_>) {
+/// from the `log` crate's record, within the size bound, then redacts it
+/// (`sanitize.rs`). Returns whether the bound cut something.
+fn fill(out: &mut Record, record: &log::Record<'_>, intake: &Intake) -> bool {
     let args = record.args();
-    match args.as_str() {
-        Some(literal) => produce::set_message_literal(out, literal),
+    let max = intake.max_bytes;
+    let mut truncated = match args.as_str() {
+        Some(literal) => match bound_str(literal, max) {
+            None => {
+                produce::set_message_literal(out, literal);
+                false
+            }
+            Some(bounded) => {
+                produce::message_buffer(out).push_str(&bounded);
+                true
+            }
+        },
         None => {
-            // Writing into a String only fails if a Display impl does; the
-            // message then ends where it failed, as with `format!`'s callers.
+            // Writing only fails if a Display impl does, or the bound
+            // stopped it; the message then ends there, as with `format!`'s
+            // callers.
             let buffer = produce::message_buffer(out);
             if buffer.capacity() == 0 {
                 // A fresh record: skip the 8-16-32 growth steps most
                 // messages would otherwise take.
                 buffer.reserve(64);
             }
-            let _ = fmt::Write::write_fmt(buffer, *args);
+            let mut bounded = Bounded::new(buffer, max);
+            let _ = fmt::Write::write_fmt(&mut bounded, *args);
+            bounded.finish()
         }
-    }
+    };
     let module_path = record
         .module_path_static()
         .map(Cow::Borrowed)
@@ -44,58 +59,104 @@ fn fill(out: &mut Record, record: &log::Record<'_>) {
     produce::set_thread(out, thread_role::thread_info());
     let source = record.key_values();
     if source.count() > 0 {
-        let _ = source.visit(&mut CollectKv(out));
+        let mut collect = CollectKv {
+            out: &mut *out,
+            max,
+            truncated: false,
+        };
+        let _ = source.visit(&mut collect);
+        truncated |= collect.truncated;
     }
+    if let Some(redaction) = &intake.redaction {
+        redaction.apply(out);
+    }
+    truncated
 }
 
-struct CollectKv<'a>(&'a mut Record);
+struct CollectKv<'a> {
+    out: &'a mut Record,
+    max: usize,
+    truncated: bool,
+}
+
+/// A value's text within the bound (`sanitize.rs`): formatted through
+/// [`Bounded`], so a huge `Display` value is not copied whole.
+fn bounded_text(value: &kv::Value<'_>, max: usize, truncated: &mut bool) -> Value {
+    let mut text = String::new();
+    let mut bounded = Bounded::new(&mut text, max);
+    let _ = fmt::Write::write_fmt(&mut bounded, format_args!("{value}"));
+    *truncated |= bounded.finish();
+    Value::Str(Cow::Owned(text))
+}
 
 impl<'kvs> VisitSource<'kvs> for CollectKv<'_> {
     fn visit_pair(&mut self, key: kv::Key<'kvs>, value: kv::Value<'kvs>) -> Result<(), kv::Error> {
-        let mut owned = OwnedValue(Value::Null);
+        let mut owned = OwnedValue {
+            value: Value::Null,
+            max: self.max,
+            truncated: false,
+        };
         if value.visit(&mut owned).is_err() {
-            owned.0 = Value::Str(Cow::Owned(value.to_string()));
+            owned.value = bounded_text(&value, self.max, &mut owned.truncated);
         }
-        produce::push_kv(self.0, Cow::Owned(key.as_str().to_owned()), owned.0);
+        self.truncated |= owned.truncated;
+        let key = match bound_str(key.as_str(), self.max) {
+            None => Cow::Owned(key.as_str().to_owned()),
+            Some(bounded) => {
+                self.truncated = true;
+                Cow::Owned(bounded)
+            }
+        };
+        produce::push_kv(self.out, key, owned.value);
         Ok(())
     }
 }
 
-struct OwnedValue(Value);
+struct OwnedValue {
+    value: Value,
+    max: usize,
+    truncated: bool,
+}
 
 impl<'v> VisitValue<'v> for OwnedValue {
     fn visit_any(&mut self, value: kv::Value<'_>) -> Result<(), kv::Error> {
-        self.0 = Value::Str(Cow::Owned(value.to_string()));
+        self.value = bounded_text(&value, self.max, &mut self.truncated);
         Ok(())
     }
 
     fn visit_null(&mut self) -> Result<(), kv::Error> {
-        self.0 = Value::Null;
+        self.value = Value::Null;
         Ok(())
     }
 
     fn visit_u64(&mut self, value: u64) -> Result<(), kv::Error> {
-        self.0 = Value::U64(value);
+        self.value = Value::U64(value);
         Ok(())
     }
 
     fn visit_i64(&mut self, value: i64) -> Result<(), kv::Error> {
-        self.0 = Value::I64(value);
+        self.value = Value::I64(value);
         Ok(())
     }
 
     fn visit_f64(&mut self, value: f64) -> Result<(), kv::Error> {
-        self.0 = Value::F64(value);
+        self.value = Value::F64(value);
         Ok(())
     }
 
     fn visit_bool(&mut self, value: bool) -> Result<(), kv::Error> {
-        self.0 = Value::Bool(value);
+        self.value = Value::Bool(value);
         Ok(())
     }
 
     fn visit_str(&mut self, value: &str) -> Result<(), kv::Error> {
-        self.0 = Value::Str(Cow::Owned(value.to_owned()));
+        self.value = Value::Str(Cow::Owned(match bound_str(value, self.max) {
+            None => value.to_owned(),
+            Some(bounded) => {
+                self.truncated = true;
+                bounded
+            }
+        }));
         Ok(())
     }
 }
@@ -108,7 +169,11 @@ impl BrokerShared {
             Counters::add(&self.suppressed, 1);
             return;
         };
-        self.publish(record.level(), record.target(), |out| fill(out, record));
+        self.publish(record.level(), record.target(), |out| {
+            if fill(out, record, &self.intake) {
+                Counters::add(&self.truncated, 1);
+            }
+        });
     }
 }
 

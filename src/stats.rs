@@ -151,6 +151,9 @@ pub struct BrokerStats {
     /// Log calls discarded by the re-entrancy rule (made on a logbus worker
     /// thread, or from a predicate while logbus was routing).
     pub suppressed: u64,
+    /// Records whose message or a key-value was cut by the size bound
+    /// ([`Builder::max_record_bytes`](crate::Builder::max_record_bytes)).
+    pub truncated: u64,
     /// Records published after shutdown (each also counted as `dropped` in
     /// the subscriptions it matched).
     pub dropped_after_shutdown: u64,

@@ -35,6 +35,7 @@ use crate::directive::Directives;
 use crate::error::{FlushError, ReconfigureError, SubscribeError, UnsubscribeError};
 use crate::recycle::Pool;
 use crate::route::{self, Snapshot};
+use crate::sanitize::Intake;
 use crate::stats::{BrokerStats, Counters, ShutdownReport, SubscriptionStats};
 use crate::subscription::{SubShared, SubscriptionBuilder, SubscriptionHandle};
 use crate::sync::{Arc, AtomicBool, AtomicU64, CacheLine, Mutex, OnceLock, Ordering};
@@ -73,6 +74,11 @@ pub(crate) struct BrokerShared {
     closed: AtomicBool,
     /// Log calls discarded by the re-entrancy rule. Relaxed statistic.
     pub(crate) suppressed: AtomicU64,
+    /// Records whose message or a value was cut by the size bound
+    /// (`sanitize.rs`). Relaxed statistic.
+    pub(crate) truncated: AtomicU64,
+    /// The size bound and redaction, applied as each record is filled.
+    pub(crate) intake: Intake,
     /// Records published after shutdown (also counted per subscription),
     /// or in a forked child (`fork.rs`). Relaxed statistic.
     dropped_after_shutdown: AtomicU64,
@@ -165,10 +171,18 @@ impl Broker {
     /// A broker with no subscriptions and the default timeouts.
     #[must_use]
     pub fn new() -> Broker {
-        Broker::with_timeouts(DEFAULT_FLUSH_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT)
+        Broker::with_settings(
+            DEFAULT_FLUSH_TIMEOUT,
+            DEFAULT_SHUTDOWN_TIMEOUT,
+            Intake::default(),
+        )
     }
 
-    pub(crate) fn with_timeouts(flush_timeout: Duration, shutdown_timeout: Duration) -> Broker {
+    pub(crate) fn with_settings(
+        flush_timeout: Duration,
+        shutdown_timeout: Duration,
+        intake: Intake,
+    ) -> Broker {
         let shared = BrokerShared {
             // Relaxed: only uniqueness matters.
             id: NEXT_BROKER_ID.fetch_add(1, Ordering::Relaxed),
@@ -177,6 +191,8 @@ impl Broker {
             seq: Arc::new(CacheLine(AtomicU64::new(0))),
             closed: AtomicBool::new(false),
             suppressed: AtomicU64::new(0),
+            truncated: AtomicU64::new(0),
+            intake,
             dropped_after_shutdown: AtomicU64::new(0),
             installed: AtomicBool::new(false),
             dead_letters: Arc::new(OnceLock::new()),
@@ -489,6 +505,7 @@ impl BrokerShared {
             // held for ever here (`fork.rs`): the broker's own counters only.
             return BrokerStats {
                 suppressed: Counters::get(&self.suppressed),
+                truncated: Counters::get(&self.truncated),
                 dropped_after_shutdown: Counters::get(&self.dropped_after_shutdown),
                 ..BrokerStats::default()
             };
@@ -509,6 +526,7 @@ impl BrokerShared {
             subscriptions,
             totals,
             suppressed: Counters::get(&self.suppressed),
+            truncated: Counters::get(&self.truncated),
             dropped_after_shutdown: Counters::get(&self.dropped_after_shutdown),
         }
     }

@@ -120,6 +120,12 @@ pub fn set_thread(record: &mut Record, thread: ThreadInfo) {
     record.thread = thread;
 }
 
+/// The key-values, to rewrite values in place (redaction).
+#[inline]
+pub fn key_values_mut(record: &mut Record) -> &mut [(Cow<'static, str>, Value)] {
+    &mut record.kv
+}
+
 /// Appends one key-value.
 #[inline]
 pub fn push_kv(record: &mut Record, key: Cow<'static, str>, value: Value) {

@@ -1,0 +1,301 @@
+//! What a record may hold, applied once on the caller's thread before
+//! fan-out: the size bound on the message and on each value, and
+//! redaction of configured keys and of the message.
+//!
+//! # The size bound
+//!
+//! The message is formatted through [`Bounded`], which keeps at most the
+//! bound, cut at a UTF-8 boundary, and stops the formatting at the first
+//! chunk after it: the caller formats and copies at most the bound plus
+//! one chunk (a 64 MiB `String` argument is one chunk: it is measured, not
+//! copied). The cut is marked `…[truncated N bytes]`, where N counts the
+//! bytes of the chunks seen; when formatting was stopped with chunks left,
+//! `…[truncated N+ bytes]`. String values of key-values are bounded the
+//! same way, and so is a literal message. Each truncated record counts
+//! once in [`BrokerStats::truncated`](crate::BrokerStats::truncated).
+//!
+//! # Redaction
+//!
+//! [`Redaction`] replaces the values of configured keys (compared
+//! without regard to ASCII case) with `[redacted]`, and runs an optional
+//! function over the message. Both run before the record is queued
+//! anywhere, so a secret reaches no appender: console, files, JSON,
+//! syslog, and the dead-letter appender after retries, which receives the
+//! record as it was queued. Without redaction configured, the cost is one
+//! branch.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use logbus_appenders::__private_api as produce;
+use logbus_appenders::{Record, Value};
+
+use crate::sync::Arc;
+
+/// The default of [`Builder::max_record_bytes`](crate::Builder::max_record_bytes):
+/// 64 KiB of message, and as much per key-value.
+pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 * 1024;
+
+/// What a redacted value becomes.
+pub const REDACTED: &str = "[redacted]";
+
+/// A message rewriter: `Some(new)` replaces the message.
+type MessageRewrite = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// Secrets to keep out of every output: key names whose values are
+/// replaced with [`REDACTED`] (compared without regard to ASCII case), and
+/// an optional function over the message. Give it to
+/// [`Builder::redact`](crate::Builder::redact).
+///
+/// # Examples
+///
+/// ```
+/// use logbus::{LevelFilter, Memory, Redaction, Subscription, Value};
+///
+/// let (memory, captured) = Memory::new();
+/// let broker = logbus::builder()
+///     .redact(
+///         Redaction::new()
+///             .keys(["password", "token"])
+///             .message(|msg| msg.contains("Bearer ").then(|| "[redacted message]".to_owned())),
+///     )
+///     .appender(Subscription::builder("memory", memory))
+///     .build()?;
+/// log::set_max_level(LevelFilter::Trace);
+/// log::info!(logger: &broker, user = "ann", Password = "hunter2"; "login");
+/// log::info!(logger: &broker, "header Bearer abc.def");
+/// broker.flush()?;
+/// let records = captured.records();
+/// assert_eq!(records[0].get("Password"), Some(&Value::from("[redacted]")));
+/// assert_eq!(records[0].get("user"), Some(&Value::from("ann")));
+/// assert_eq!(records[1].message(), "[redacted message]");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Default)]
+#[must_use]
+pub struct Redaction {
+    keys: Vec<String>,
+    message: Option<MessageRewrite>,
+}
+
+impl fmt::Debug for Redaction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redaction")
+            .field("keys", &self.keys)
+            .field("message", &self.message.is_some())
+            .finish()
+    }
+}
+
+impl Redaction {
+    /// Nothing redacted yet.
+    pub fn new() -> Redaction {
+        Redaction::default()
+    }
+
+    /// The keys that usually hold secrets: `password`, `passwd`, `secret`,
+    /// `token`, `api_key`, `apikey`, `authorization`, `cookie`.
+    pub fn common() -> Redaction {
+        Redaction::new().keys([
+            "password",
+            "passwd",
+            "secret",
+            "token",
+            "api_key",
+            "apikey",
+            "authorization",
+            "cookie",
+        ])
+    }
+
+    /// Redacts the values of these keys (added up).
+    pub fn keys<I, S>(mut self, keys: I) -> Redaction
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.keys.extend(keys.into_iter().map(Into::into));
+        self
+    }
+
+    /// Runs `rewrite` over every message on the caller's thread; a `Some`
+    /// replaces the message. Keep it cheap; a log call from inside it is
+    /// discarded (the re-entrancy rule).
+    pub fn message(
+        mut self,
+        rewrite: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Redaction {
+        self.message = Some(Arc::new(rewrite));
+        self
+    }
+
+    /// Redacts `record` in place.
+    pub(crate) fn apply(&self, record: &mut Record) {
+        if !self.keys.is_empty() {
+            for (key, value) in produce::key_values_mut(record) {
+                if self.keys.iter().any(|k| k.eq_ignore_ascii_case(key)) {
+                    *value = Value::Str(Cow::Borrowed(REDACTED));
+                }
+            }
+        }
+        if let Some(rewrite) = &self.message {
+            if let Some(new) = rewrite(record.message()) {
+                let buffer = produce::message_buffer(record);
+                buffer.push_str(&new);
+            }
+        }
+    }
+}
+
+/// The size bound and redaction of a broker.
+#[derive(Debug, Clone)]
+pub(crate) struct Intake {
+    pub(crate) max_bytes: usize,
+    pub(crate) redaction: Option<Redaction>,
+}
+
+impl Default for Intake {
+    fn default() -> Intake {
+        Intake {
+            max_bytes: DEFAULT_MAX_RECORD_BYTES,
+            redaction: None,
+        }
+    }
+}
+
+/// A `fmt::Write` into a message buffer that keeps at most `limit` bytes
+/// (see the module docs). The common case, a chunk that fits, is one
+/// compare and the push.
+pub(crate) struct Bounded<'a> {
+    buffer: &'a mut String,
+    /// Bytes still allowed; 0 once a chunk was cut.
+    room: usize,
+    /// Bytes of the chunks seen that were not kept.
+    dropped: usize,
+    /// Whether formatting was stopped with chunks left.
+    stopped: bool,
+}
+
+impl<'a> Bounded<'a> {
+    pub(crate) fn new(buffer: &'a mut String, limit: usize) -> Bounded<'a> {
+        let room = limit.saturating_sub(buffer.len());
+        Bounded {
+            buffer,
+            room,
+            dropped: 0,
+            stopped: false,
+        }
+    }
+
+    /// Appends the marker if anything was cut; returns whether it was.
+    #[inline]
+    pub(crate) fn finish(self) -> bool {
+        if self.dropped == 0 {
+            return false;
+        }
+        mark(self.buffer, self.dropped, self.stopped);
+        true
+    }
+
+    /// A chunk that does not fit: keep what does, or stop the formatting
+    /// once something was cut.
+    #[cold]
+    fn overflow(&mut self, s: &str) -> fmt::Result {
+        if self.dropped > 0 {
+            self.stopped = true;
+            return Err(fmt::Error);
+        }
+        let end = floor_char_boundary(s, self.room);
+        self.buffer.push_str(&s[..end]);
+        self.room = 0;
+        // At least 1: the chunk was longer than the room.
+        self.dropped = s.len() - end;
+        Ok(())
+    }
+}
+
+impl fmt::Write for Bounded<'_> {
+    #[inline]
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if s.len() <= self.room {
+            self.room -= s.len();
+            self.buffer.push_str(s);
+            Ok(())
+        } else {
+            self.overflow(s)
+        }
+    }
+}
+
+/// The largest char boundary of `s` at or below `at`.
+fn floor_char_boundary(s: &str, at: usize) -> usize {
+    let mut end = at.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    end
+}
+
+/// Appends the truncation marker.
+fn mark(buffer: &mut String, dropped: usize, stopped: bool) {
+    use fmt::Write as _;
+    let more = if stopped { "+" } else { "" };
+    let _ = write!(buffer, "…[truncated {dropped}{more} bytes]");
+}
+
+/// `s` bounded to `limit` bytes as an owned string with the marker, or
+/// `None` if it fits.
+pub(crate) fn bound_str(s: &str, limit: usize) -> Option<String> {
+    if s.len() <= limit {
+        return None;
+    }
+    let end = floor_char_boundary(s, limit);
+    let mut out = String::with_capacity(end + 32);
+    out.push_str(&s[..end]);
+    mark(&mut out, s.len() - end, false);
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+
+    use super::*;
+
+    #[test]
+    fn a_long_chunk_is_cut_at_a_char_boundary_and_measured() {
+        let mut buffer = String::new();
+        let mut bounded = Bounded::new(&mut buffer, 5);
+        // "é" is two bytes: the cut backs off to a boundary.
+        let text = "abcdé and more";
+        write!(bounded, "{text}").unwrap();
+        assert!(bounded.finish());
+        assert_eq!(buffer, "abcd…[truncated 11 bytes]");
+    }
+
+    #[test]
+    fn formatting_stops_at_the_first_chunk_after_the_bound() {
+        let mut buffer = String::new();
+        let mut bounded = Bounded::new(&mut buffer, 4);
+        let (a, b, c) = ("abc", "defg", "hij");
+        let result = write!(bounded, "{a}{b}{c}");
+        assert!(result.is_err(), "stopped");
+        assert!(bounded.finish());
+        assert_eq!(buffer, "abcd…[truncated 3+ bytes]");
+    }
+
+    #[test]
+    fn what_fits_is_untouched() {
+        let mut buffer = String::new();
+        let mut bounded = Bounded::new(&mut buffer, 10);
+        let (n, t) = (12, "ab");
+        write!(bounded, "{n}-{t}").unwrap();
+        assert!(!bounded.finish());
+        assert_eq!(buffer, "12-ab");
+        assert_eq!(bound_str("short", 10), None);
+        assert_eq!(
+            bound_str("ééé", 3).as_deref(),
+            Some("é…[truncated 4 bytes]")
+        );
+    }
+}

@@ -1,0 +1,130 @@
+//! Redaction: a secret in a configured key or in the message appears in no
+//! output: console, file, JSON, and the dead-letter appender after
+//! retries. Local brokers only.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use logbus::appenders::{ColorMode, Console, FileAppender, JsonAppender};
+use logbus::{Memory, Redaction, RetryPolicy, Subscription, Value};
+
+const SECRET: &str = "hunter2";
+
+/// A writer the test reads back.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Shared {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+fn redaction() -> Redaction {
+    Redaction::common().keys(["x-session"]).message(|msg| {
+        msg.contains(SECRET)
+            .then(|| msg.replace(SECRET, "[redacted]"))
+    })
+}
+
+#[test]
+fn a_secret_reaches_no_appender_the_dead_letter_one_included() {
+    common::enable_all_levels();
+    let dir = tempfile::tempdir().unwrap();
+    let text_path = dir.path().join("app.log");
+    let json_path = dir.path().join("app.json");
+    let console_out = Shared::default();
+    let (dead, dead_letters) = Memory::new();
+    let broker = logbus::builder()
+        .redact(redaction())
+        .appender(Subscription::builder(
+            "console",
+            Console::builder()
+                .color(ColorMode::Never)
+                .build_with_writers(console_out.clone(), console_out.clone()),
+        ))
+        .appender(Subscription::builder(
+            "file",
+            FileAppender::builder(&text_path).build().unwrap(),
+        ))
+        .appender(Subscription::builder(
+            "json",
+            JsonAppender::file(FileAppender::builder(&json_path)).unwrap(),
+        ))
+        // Every write fails: after its retries, each record is a dead letter.
+        .appender(
+            Subscription::builder(
+                "full-disk",
+                FileAppender::builder("/dev/full").build().unwrap(),
+            )
+            .retry(
+                RetryPolicy::new()
+                    .max_attempts(2)
+                    .initial_backoff(Duration::ZERO),
+            ),
+        )
+        .dead_letter(Subscription::builder("dead", dead))
+        .build()
+        .unwrap();
+
+    log::info!(logger: &broker, target: "app", user = "ann", password = SECRET; "login");
+    log::warn!(logger: &broker, target: "app", Authorization = SECRET, API_KEY = SECRET; "call");
+    log::error!(logger: &broker, target: "app", "x-session" = SECRET; "the password is {}", SECRET);
+    let report = broker.shutdown();
+    assert_eq!(report.subscriptions["full-disk"].dead_lettered, 3);
+
+    let outputs = [
+        ("console", console_out.text()),
+        ("file", std::fs::read_to_string(&text_path).unwrap()),
+        ("json", std::fs::read_to_string(&json_path).unwrap()),
+    ];
+    for (name, text) in &outputs {
+        assert_eq!(text.lines().count(), 3, "{name}: {text}");
+        assert!(!text.contains(SECRET), "{name} holds the secret: {text}");
+        assert!(text.contains("[redacted]"), "{name}: {text}");
+        assert!(
+            text.contains("ann"),
+            "{name} lost what is not secret: {text}"
+        );
+    }
+    let dead = dead_letters.records();
+    assert_eq!(dead.len(), 3);
+    for record in &dead {
+        assert!(!record.message().contains(SECRET), "{}", record.message());
+        for (key, value) in record.key_values() {
+            assert!(
+                !value.to_string().contains(SECRET),
+                "dead letter {key}={value}"
+            );
+        }
+    }
+    assert_eq!(dead[0].get("password"), Some(&Value::from("[redacted]")));
+    assert_eq!(dead[2].message(), "the password is [redacted]");
+}
+
+#[test]
+fn without_redaction_nothing_is_touched() {
+    let broker = common::broker();
+    let (memory, captured) = Memory::new();
+    broker
+        .subscribe(Subscription::builder("m", memory))
+        .unwrap();
+    log::info!(logger: &broker, password = SECRET; "plain {}", 1);
+    broker.flush().unwrap();
+    let records = captured.records();
+    assert_eq!(records[0].get("password"), Some(&Value::from(SECRET)));
+}
