@@ -47,6 +47,11 @@ pub(crate) const DEFAULT_PATTERN: &str = "{ts} {level:>5} {target}: {msg}{kv}";
 /// `{level:<5}` pads on the right to 5 characters, `{level:>5}` on the left,
 /// `{level:^5}` on both sides. Longer values are never cut.
 ///
+/// `{ts_local}` takes the offset soundly from chrono 0.4.20 or later, which
+/// reads the time zone database itself instead of calling libc's
+/// `localtime_r` (whose read of `TZ` raced `setenv`: RUSTSEC-2020-0159;
+/// `deny.toml` bans older chrono).
+///
 /// The strftime format of a timestamp runs to the first `}`. The text that
 /// changes at most once a second is cached on the layout, so a timestamp
 /// costs a few digit writes per record; this is why [`render`](Layout::render)
