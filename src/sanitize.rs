@@ -14,6 +14,13 @@
 //! same way, and so is a literal message. Each truncated record counts
 //! once in [`BrokerStats::truncated`](crate::BrokerStats::truncated).
 //!
+//! Memory: a record holds at most the bound per field, so logging one
+//! huge message raises the peak resident memory by at most about twice
+//! the bound (the record, and an appender's render buffer) plus the few
+//! MiB a broker's threads start with, and nothing stays (a recycled
+//! record keeps at most 4 KiB of buffer; `tests/record_bound.rs` checks
+//! both with a 64 MiB message).
+//!
 //! # Redaction
 //!
 //! [`Redaction`] replaces the values of configured keys (compared

@@ -41,6 +41,7 @@ const LOGGERS: &[&str] = &[
     "logbus",
     "logbus-block",
     "logbus-journal",
+    "logbus-redact",
     "tracing-lossy",
     "tracing-blocking",
     "slog-async",
@@ -314,10 +315,12 @@ fn floor_bufwriter(a: &Args) -> Outcome {
 }
 
 /// logbus with its file appender; `block`: the `Block` policy; `journal`:
-/// with the default journal on (every record also kept there).
-fn logbus(a: &Args, block: bool, journal: bool) -> Outcome {
+/// with the default journal on (every record also kept there); `redact`:
+/// with `Redaction::common()` and a message rewrite that looks for a
+/// secret (and finds none).
+fn logbus(a: &Args, block: bool, journal: bool, redact: bool) -> Outcome {
     use logbus::appenders::{FileAppender, Layout};
-    use logbus::{Journal, OverflowPolicy, Subscription};
+    use logbus::{Journal, OverflowPolicy, Redaction, Subscription};
     let file = FileAppender::builder(a.out.join("logbus.log"))
         .layout(Layout::parse("{ts} {level} {target}: {msg}{kv}").expect("layout"))
         .build()
@@ -329,6 +332,11 @@ fn logbus(a: &Args, block: bool, journal: bool) -> Outcome {
     let mut builder = logbus::builder().appender(sub);
     if journal {
         builder = builder.journal(Journal::new());
+    }
+    if redact {
+        builder = builder.redact(
+            Redaction::common().message(|m| m.contains("hunter2").then(|| m.replace("hunter2", "***"))),
+        );
     }
     let guard = builder.install().expect("install");
     let (lat, start) = drive(a.threads, a.records, |i| {
@@ -625,9 +633,10 @@ fn main() {
     let (mut lat, start, end) = match args.logger.as_str() {
         "floor-format" => floor_format(&args),
         "floor-bufwriter" => floor_bufwriter(&args),
-        "logbus" => logbus(&args, false, false),
-        "logbus-block" => logbus(&args, true, false),
-        "logbus-journal" => logbus(&args, false, true),
+        "logbus" => logbus(&args, false, false, false),
+        "logbus-block" => logbus(&args, true, false, false),
+        "logbus-journal" => logbus(&args, false, true, false),
+        "logbus-redact" => logbus(&args, false, false, true),
         "tracing-lossy" => tracing(&args, true),
         "tracing-blocking" => tracing(&args, false),
         "slog-async" => slog_async(&args),
