@@ -152,14 +152,14 @@ impl BrokerShared {
                 let ring = journal.core.lock();
                 // Relaxed, under the journal's lock: see `journal/replay.rs`.
                 let live_from = self.seq.load(Ordering::Relaxed);
-                let global = config.snapshot.global.as_ref();
-                let set = ring.replay(replay, live_from, |r| entry.wants(global, r));
+                let set = ring.replay(replay, live_from);
                 entry.live_from = set.live_from;
                 entry.start = set.start;
+                let wanted = (entry.clone(), config.snapshot.global.clone());
                 entries.push(entry);
                 self.publish_snapshot(&mut config, entries);
                 drop(ring);
-                Some(set)
+                Some((set, wanted))
             }
             _ => {
                 entries.push(entry);
@@ -169,8 +169,13 @@ impl BrokerShared {
         };
         // The predicate is user code: run it with no lock held.
         drop(config);
-        if let Some(set) = replayed {
-            finish_replay(&sub, set, predicate.as_deref());
+        if let Some((set, (entry, global))) = replayed {
+            finish_replay(
+                &sub,
+                set,
+                |r| entry.wants(global.as_ref(), r),
+                predicate.as_deref(),
+            );
         }
         Ok(SubscriptionHandle { shared: sub })
     }

@@ -44,11 +44,13 @@ impl Drop for Release<'_> {
 }
 
 /// A replay's last step, on the subscribing thread with no lock held:
-/// the predicate runs over the copied records, the gap notice goes first,
+/// the subscription's filters (`wanted`: patterns, level, directives) and
+/// its predicate run over the copied records, the gap notice goes first,
 /// and the hold on the subscription's queue ends (`queue/front.rs`).
 pub(super) fn finish_replay(
     sub: &SubShared,
     mut set: ReplaySet,
+    wanted: impl Fn(&Record) -> bool,
     predicate: Option<&(dyn Fn(&Record) -> bool + Send + Sync)>,
 ) {
     let mut release = Release {
@@ -59,7 +61,7 @@ pub(super) fn finish_replay(
     // calls are discarded (`thread_role.rs`), so it cannot log into the
     // held queue and wait on it (a review found that deadlock).
     let routing = crate::thread_role::RoutingGuard::enter();
-    let report = set.filter(|r| predicate.map_or(true, |p| p(r)));
+    let report = set.filter(|r| wanted(r) && predicate.map_or(true, |p| p(r)));
     drop(routing);
     let mut records = set.records;
     if let Some(gap) = &report.gap {
@@ -75,6 +77,7 @@ impl BrokerShared {
         if self.in_forked_child() {
             return Err(JournalError::ShutDown);
         }
+        let mut released = std::collections::VecDeque::new();
         let mut config = self.lock_config();
         if config.shut_down {
             return Err(JournalError::ShutDown);
@@ -94,13 +97,16 @@ impl BrokerShared {
                 // Idle threads' stale snapshots still hold the core: let its
                 // records go now.
                 if let Some(current) = &config.journal {
-                    current.core.lock().release_all();
+                    released = current.core.lock().release_all();
                 }
                 None
             }
         };
         let entries = config.snapshot.entries.clone();
         self.publish_snapshot(&mut config, entries);
+        // The released records are freed with no lock held.
+        drop(config);
+        drop(released);
         Ok(())
     }
 

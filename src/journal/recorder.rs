@@ -28,7 +28,7 @@ use crate::topic::{TopicParseError, TopicPattern};
 /// Most retained records a trigger's context scan looks at (under the
 /// journal's lock, on the trigger's thread): with a narrow context pattern
 /// or `same_thread`, fewer than `context` records may be found within it.
-pub const CONTEXT_SCAN: usize = 16_384;
+pub const CONTEXT_SCAN: usize = 4_096;
 
 /// The key-value a context record carries: the `seq` of the trigger it
 /// precedes. Live records never have it, so a reader can tell them apart

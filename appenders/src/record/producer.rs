@@ -79,6 +79,40 @@ pub fn fit_for_retention(record: &mut Record) {
     }
 }
 
+/// What `record` holds in memory, in bytes: its shared allocation and each
+/// heap buffer it owns (message, spare buffer, key-value slots, owned keys
+/// and strings, an owned location), each by capacity and with the
+/// allocator's 16-byte header and rounding. What logbus' journal counts.
+#[must_use]
+pub fn held_bytes(record: &Record) -> usize {
+    fn alloc(bytes: usize) -> usize {
+        if bytes == 0 {
+            0
+        } else {
+            bytes.div_ceil(16) * 16 + 16
+        }
+    }
+    #[allow(clippy::ptr_arg)] // it is the Cow's ownership that counts
+    fn cow(text: &Cow<'static, str>) -> usize {
+        match text {
+            Cow::Owned(s) => alloc(s.capacity()),
+            Cow::Borrowed(_) => 0,
+        }
+    }
+    // The `Arc`'s two counts and the record.
+    let mut bytes = alloc(2 * std::mem::size_of::<usize>() + std::mem::size_of::<Record>());
+    bytes += cow(&record.message) + alloc(record.spare.capacity());
+    bytes += record.module_path.as_ref().map_or(0, cow) + record.file.as_ref().map_or(0, cow);
+    bytes += alloc(record.kv.capacity() * std::mem::size_of::<(Cow<'static, str>, Value)>());
+    for (key, value) in &record.kv {
+        bytes += cow(key);
+        if let Value::Str(text) = value {
+            bytes += cow(text);
+        }
+    }
+    bytes
+}
+
 /// Sets a literal message (not copied).
 #[inline]
 pub fn set_message_literal(record: &mut Record, message: &'static str) {
