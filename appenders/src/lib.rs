@@ -103,6 +103,8 @@ mod console;
 mod file;
 mod json;
 mod memory;
+#[cfg(feature = "syslog")]
+mod syslog;
 
 pub use crate::{
     appender::{AppendError, Appender, BatchError, Operation},
@@ -118,6 +120,21 @@ pub use crate::{
     memory::{Memory, MemoryHandle},
     record::{level_name, Level, Record, RecordBuilder, ThreadInfo, Topic, Value},
 };
+
+#[cfg(feature = "syslog")]
+pub use crate::{
+    format::syslog::{
+        syslog_severity, Facility, MsgId, Rfc3164, Rfc5424, SyslogFormat, DEFAULT_SD_ID,
+    },
+    syslog::{
+        error::{SyslogError, SyslogErrorKind},
+        StreamFraming, Syslog, SyslogBuilder, SyslogCounters, SyslogTcp, SyslogUdp, SyslogUnix,
+        SyslogUnixStream, MIN_DATAGRAM,
+    },
+};
+
+#[cfg(feature = "syslog-tls")]
+pub use crate::syslog::SyslogTls;
 
 /// The producer's side of [`Record`], for the `logbus` crate only: not part
 /// of the public API, exempt from semver.
