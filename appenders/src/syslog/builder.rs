@@ -18,10 +18,29 @@ use crate::format::syslog::{Facility, Header, LineSafety, MsgIdKind, SyslogForma
 use super::error::{SyslogError, SyslogErrorKind};
 use super::Syslog;
 
-/// The smallest datagram every receiver must accept (RFC 5426 §3.2).
+/// The smallest datagram every receiver must accept (RFC 5426 §3.2), and
+/// so the smallest [`max_datagram`](SyslogBuilder::<SyslogUdp>::max_datagram).
+///
+/// ```
+/// use logbus_appenders::{Syslog, MIN_DATAGRAM};
+///
+/// assert!(Syslog::udp("127.0.0.1:514").max_datagram(MIN_DATAGRAM).build().is_ok());
+/// assert!(Syslog::udp("127.0.0.1:514").max_datagram(MIN_DATAGRAM - 1).build().is_err());
+/// ```
 pub const MIN_DATAGRAM: usize = 480;
 
 /// How messages are delimited on a TCP or Unix stream connection.
+///
+/// # Examples
+///
+/// ```
+/// use logbus_appenders::{StreamFraming, Syslog};
+///
+/// // For a receiver that splits on line feeds (line feeds in messages are escaped).
+/// let syslog = Syslog::tcp("127.0.0.1:514").framing(StreamFraming::Newline).build()?;
+/// # drop(syslog);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum StreamFraming {
@@ -47,6 +66,13 @@ impl StreamFraming {
 }
 
 /// The UDP transport of a [`SyslogBuilder`]; see [`Syslog::udp`].
+///
+/// ```
+/// use logbus_appenders::{SyslogUdp, Syslog, SyslogBuilder};
+///
+/// let builder: SyslogBuilder<SyslogUdp> = Syslog::udp("127.0.0.1:514").max_datagram(1200);
+/// # drop(builder);
+/// ```
 #[derive(Debug, Clone)]
 pub struct SyslogUdp {
     addr: String,
@@ -54,6 +80,13 @@ pub struct SyslogUdp {
 }
 
 /// The TCP transport of a [`SyslogBuilder`]; see [`Syslog::tcp`].
+///
+/// ```
+/// use logbus_appenders::{SyslogTcp, Syslog, SyslogBuilder};
+///
+/// let builder: SyslogBuilder<SyslogTcp> = Syslog::tcp("127.0.0.1:514").send_buffer(256 * 1024);
+/// # drop(builder);
+/// ```
 #[derive(Debug, Clone)]
 pub struct SyslogTcp {
     addr: String,
@@ -62,6 +95,13 @@ pub struct SyslogTcp {
 }
 
 /// The Unix datagram transport of a [`SyslogBuilder`]; see [`Syslog::unix`].
+///
+/// ```
+/// use logbus_appenders::{SyslogUnix, Syslog, SyslogBuilder};
+///
+/// let builder: SyslogBuilder<SyslogUnix> = Syslog::unix().path("/run/systemd/journal/syslog");
+/// # drop(builder);
+/// ```
 #[derive(Debug, Clone)]
 pub struct SyslogUnix {
     path: PathBuf,
@@ -71,6 +111,13 @@ pub struct SyslogUnix {
 
 /// The Unix stream transport of a [`SyslogBuilder`]; see
 /// [`Syslog::unix_stream`].
+///
+/// ```
+/// use logbus_appenders::{SyslogUnixStream, Syslog, SyslogBuilder};
+///
+/// let builder: SyslogBuilder<SyslogUnixStream> = Syslog::unix_stream("/run/collector.sock");
+/// # drop(builder);
+/// ```
 #[derive(Debug, Clone)]
 pub struct SyslogUnixStream {
     path: PathBuf,
@@ -82,6 +129,25 @@ pub struct SyslogUnixStream {
 /// ([`SyslogUdp`], [`SyslogTcp`], `SyslogTls`, [`SyslogUnix`],
 /// [`SyslogUnixStream`]); reached through [`Syslog::udp`] and its siblings.
 /// Defaults are in the [`Syslog`] docs.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use logbus_appenders::{Facility, MsgId, Rfc5424, Syslog};
+///
+/// let syslog = Syslog::tcp("logs.internal:514")
+///     .facility(Facility::LOCAL3)
+///     .hostname("web-1")
+///     .app_name("billing")
+///     .procid("worker-7")
+///     .format(Rfc5424::new().msgid(MsgId::fixed("payments")))
+///     .reconnect_backoff(Duration::from_millis(50), Duration::from_secs(2))
+///     .write_timeout(Duration::from_secs(2))
+///     .build()?; // resolves and connects nothing: the worker does, later
+/// # drop(syslog);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct SyslogBuilder<T> {

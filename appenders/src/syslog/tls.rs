@@ -17,6 +17,15 @@ use super::error::{SyslogError, SyslogErrorKind};
 use super::{Syslog, SyslogCounters};
 
 /// The TLS transport of a [`SyslogBuilder`]; see [`Syslog::tls`].
+///
+/// ```
+/// use logbus_appenders::{Syslog, SyslogBuilder, SyslogTls};
+///
+/// let builder: SyslogBuilder<SyslogTls> = Syslog::tls("logs.internal:6514")
+///     .root_certificates_pem(std::fs::read("/etc/ssl/private-ca.pem").unwrap_or_default())
+///     .server_name("logs.internal");
+/// # drop(builder);
+/// ```
 #[derive(Debug, Clone)]
 pub struct SyslogTls {
     addr: String,

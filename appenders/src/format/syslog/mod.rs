@@ -180,6 +180,12 @@ impl MsgId {
 /// network, but an organisation that sends its logs to others should use
 /// its own number from IANA (`name@<your PEN>`), through
 /// [`Rfc5424::sd_id`].
+///
+/// ```
+/// use logbus_appenders::{Rfc5424, DEFAULT_SD_ID};
+///
+/// assert_eq!(Rfc5424::new(), Rfc5424::new().sd_id(DEFAULT_SD_ID));
+/// ```
 pub const DEFAULT_SD_ID: &str = "logbus@32473";
 
 /// The RFC 5424 format (the default), with its own settings.
@@ -290,6 +296,16 @@ impl Rfc3164 {
 }
 
 /// The format of a [`Syslog`](crate::Syslog) appender: RFC 5424 or 3164.
+///
+/// # Examples
+///
+/// ```
+/// use logbus_appenders::{Rfc3164, Rfc5424, SyslogFormat};
+///
+/// assert_eq!(SyslogFormat::default(), SyslogFormat::from(Rfc5424::new()));
+/// let old: SyslogFormat = Rfc3164::new().into();
+/// # drop(old);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SyslogFormat {
