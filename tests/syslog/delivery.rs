@@ -9,7 +9,7 @@ const N: u64 = 1_000;
 
 /// Sends N records through `syslog`, checks the broker wrote them all and
 /// rsyslogd stored each once.
-fn deliver(daemon: &Rsyslogd, syslog: Syslog, input: &str) {
+fn deliver(mut daemon: Rsyslogd, syslog: Syslog, input: &str) {
     let counters = syslog.counters();
     let broker = broker_with(syslog);
     publish(&broker, N);
@@ -24,7 +24,11 @@ fn deliver(daemon: &Rsyslogd, syslog: Syslog, input: &str) {
         (N, 0, 0, 0),
         "{stats:?}"
     );
-    let stored = daemon.wait_for("every record", |s| s.len() as u64 >= N);
+    daemon.wait_for("every record", |s| s.len() as u64 >= N);
+    // Stopped (its queues drained, its file closed), so that a duplicate
+    // arriving late would be seen too.
+    daemon.stop();
+    let stored = daemon.stored();
     check_exactly_once(&stored, N, input);
     assert_eq!(counters.truncated(), 0);
     assert_eq!(counters.disconnects(), 0);
@@ -42,7 +46,7 @@ fn udp_records_arrive_exactly_once() {
         ..Inputs::default()
     });
     let syslog = header(Syslog::udp(daemon.tcp_addr())).build().unwrap();
-    deliver(&daemon, syslog, "imudp");
+    deliver(daemon, syslog, "imudp");
 }
 
 #[test]
@@ -52,7 +56,7 @@ fn tcp_records_arrive_exactly_once() {
         ..Inputs::default()
     });
     let syslog = header(Syslog::tcp(daemon.tcp_addr())).build().unwrap();
-    deliver(&daemon, syslog, "imtcp");
+    deliver(daemon, syslog, "imtcp");
 }
 
 #[test]
@@ -62,7 +66,7 @@ fn unix_datagram_records_arrive_exactly_once() {
         ..Inputs::default()
     });
     let syslog = header(Syslog::unix().path(&daemon.unix)).build().unwrap();
-    deliver(&daemon, syslog, "imuxsock");
+    deliver(daemon, syslog, "imuxsock");
 }
 
 #[test]
@@ -74,7 +78,7 @@ fn unix_stream_records_arrive_exactly_once() {
     let syslog = header(Syslog::unix_stream(&daemon.unix_stream))
         .build()
         .unwrap();
-    deliver(&daemon, syslog, "imptcp");
+    deliver(daemon, syslog, "imptcp");
 }
 
 #[test]

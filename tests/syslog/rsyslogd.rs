@@ -3,12 +3,16 @@
 //! private work directory), writing every message to a file through a JSON
 //! template, waited for by polling its inputs, stopped by its own pid.
 
+use std::collections::hash_map::RandomState;
+use std::collections::BTreeSet;
 use std::fs;
+use std::hash::{BuildHasher, Hasher};
 use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How long anything may take before the test gives up: a safety net for
@@ -74,12 +78,24 @@ fn binary() -> PathBuf {
     in_path.unwrap_or_else(|| panic!("rsyslogd not found: these tests need a real one; {INSTALL}"))
 }
 
-/// A port free for both TCP and UDP on 127.0.0.1 (the OS picks it).
+/// A port free for both TCP and UDP on 127.0.0.1, below the ephemeral
+/// range (so no client connection of ours or of rsyslogd's can take it
+/// between our look and rsyslogd's bind, nor while it restarts), and never
+/// handed to two tests of this process.
 fn free_port() -> u16 {
+    static TAKEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    let ephemeral: u16 = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768);
+    let low = 10_000u16.min(ephemeral / 2);
     loop {
-        let tcp = TcpListener::bind("127.0.0.1:0").expect("bind a TCP port");
-        let port = tcp.local_addr().unwrap().port();
-        if UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+        let random = RandomState::new().build_hasher().finish();
+        let port = low + (random % u64::from(ephemeral - low)) as u16;
+        if TAKEN.lock().unwrap().insert(port)
+            && TcpListener::bind(("127.0.0.1", port)).is_ok()
+            && UdpSocket::bind(("127.0.0.1", port)).is_ok()
+        {
             return port;
         }
     }
