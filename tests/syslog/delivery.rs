@@ -1,9 +1,11 @@
 //! N records over each transport arrive exactly once, as sent.
 
-use logbus::appenders::Syslog;
+use logbus::appenders::{Rfc3164, Syslog};
 
 use super::rsyslogd::{Inputs, Rsyslogd};
-use super::{broker_with, check_exactly_once, publish, settled, with_test_header as header};
+use super::{
+    broker_with, check_exactly_once, publish, settled, with_test_header as header, APP, HOST,
+};
 
 const N: u64 = 1_000;
 
@@ -101,4 +103,31 @@ fn a_long_udp_message_is_cut_to_the_datagram_limit_and_counted() {
     let msg = &stored[0].msg;
     // Cut at a character boundary: only whole `é`s, fewer than sent.
     assert!(msg.chars().all(|c| c == 'é') && msg.len() < 600, "{msg:?}");
+}
+
+#[test]
+fn rfc3164_over_a_unix_datagram_socket_is_parsed_as_bsd_syslog() {
+    let mut daemon = Rsyslogd::start(Inputs {
+        unix: true,
+        ..Inputs::default()
+    });
+    let syslog = header(Syslog::unix().path(&daemon.unix))
+        .format(Rfc3164::new())
+        .build()
+        .unwrap();
+    let broker = broker_with(syslog);
+    log::warn!(logger: &broker, target: "app", n = 3; "disk almost full");
+    assert_eq!(settled(&broker).written, 1);
+    daemon.wait_for("the record", |s| !s.is_empty());
+    daemon.stop();
+    let stored = daemon.stored();
+    assert_eq!(stored.len(), 1, "{stored:#?}");
+    let m = &stored[0];
+    assert_eq!((m.severity, m.facility), (4, 16));
+    assert_eq!(
+        (m.hostname.as_str(), m.app.as_str(), m.procid.as_str()),
+        (HOST, APP, "77")
+    );
+    assert_eq!((m.msgid.as_str(), m.sd.as_str()), ("-", "-"));
+    assert_eq!(m.msg.trim_start(), "disk almost full n=3");
 }

@@ -4,7 +4,8 @@
 //!
 //! - `delivery`: N records over UDP, TCP, TLS, Unix datagram and stream
 //!   sockets arrive exactly once, with their severity, app name,
-//!   structured data and message;
+//!   structured data and message; a long UDP message is cut and counted;
+//!   RFC 3164 over a Unix datagram socket is parsed as BSD syslog;
 //! - `injection`: a message carrying line breaks and a forged header is
 //!   stored as one record;
 //! - `restart`: the collector restarted in the middle of 100,000 TCP

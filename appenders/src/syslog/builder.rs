@@ -334,11 +334,20 @@ pub(super) fn check_addr(addr: &str) -> Result<&str, SyslogError> {
     Ok(host)
 }
 
-fn check_limit(limit: usize) -> Result<usize, SyslogError> {
+/// The largest UDP payload over IPv4 (65,535 less the IP and UDP headers).
+const MAX_UDP_PAYLOAD: usize = 65_507;
+
+fn check_limit(limit: usize, max: usize) -> Result<usize, SyslogError> {
     if limit < MIN_DATAGRAM {
         return Err(SyslogError::new(
             SyslogErrorKind::Limit,
             format!("a datagram limit of {limit} bytes is below the {MIN_DATAGRAM} every receiver accepts"),
+        ));
+    }
+    if limit > max {
+        return Err(SyslogError::new(
+            SyslogErrorKind::Limit,
+            format!("a datagram limit of {limit} bytes is over the {max} a datagram can carry"),
         ));
     }
     Ok(limit)
@@ -442,7 +451,7 @@ impl SyslogBuilder<SyslogUdp> {
         })
     }
 
-    /// Sets the largest datagram sent (at least 480 bytes); a longer
+    /// Sets the largest datagram sent (480 to 65,507 bytes); a longer
     /// message is cut at a UTF-8 boundary and counted in
     /// [`SyslogCounters::truncated`](super::SyslogCounters::truncated).
     /// Default: 2,048 bytes (RFC 5426 §3.2), 1,024 with RFC 3164.
@@ -456,11 +465,12 @@ impl SyslogBuilder<SyslogUdp> {
     /// # Errors
     ///
     /// A [`SyslogError`] naming the setting: the address is not
-    /// `HOST:PORT`, a header field is invalid, the limit is below 480.
+    /// `HOST:PORT`, a header field is invalid, the limit is below 480 or
+    /// over 65,507.
     pub fn build(self) -> Result<Syslog, SyslogError> {
         check_addr(&self.transport.addr)?;
         let limit = match self.transport.max_datagram {
-            Some(limit) => check_limit(limit)?,
+            Some(limit) => check_limit(limit, MAX_UDP_PAYLOAD)?,
             None => self.default_datagram(2048),
         };
         let counters = super::SyslogCounters::default();
@@ -510,7 +520,8 @@ impl SyslogBuilder<SyslogUnix> {
     pub fn build(self) -> Result<Syslog, SyslogError> {
         check_path(&self.transport.path)?;
         let limit = match self.transport.max_datagram {
-            Some(limit) => check_limit(limit)?,
+            // Linux bounds a Unix datagram by the socket's send buffer.
+            Some(limit) => check_limit(limit, usize::MAX)?,
             None => self.default_datagram(8096),
         };
         let counters = super::SyslogCounters::default();

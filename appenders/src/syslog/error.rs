@@ -48,7 +48,8 @@ pub enum SyslogErrorKind {
     /// empty, too long, or has a character the RFC does not allow there.
     Field,
     /// A datagram limit below the 480 bytes every receiver must accept
-    /// (RFC 5426 §3.2), or a zero send buffer.
+    /// (RFC 5426 §3.2) or over what a UDP datagram can carry, or a zero
+    /// send buffer.
     Limit,
     /// A TLS setting: no root certificate, a PEM that holds no certificate
     /// or key, a server name that is neither a DNS name nor an IP address.
