@@ -146,6 +146,10 @@
 //!   files logbus writes (README). Adds `lexopt` and `serde_json`; turn it
 //!   off with `default-features = false`.
 //! - `gzip`: compress rotated log files.
+//! - `syslog`: `appenders::Syslog`, RFC 5424 (or 3164) messages over UDP,
+//!   TCP (octet-counted) and Unix sockets, to rsyslog, syslog-ng and the
+//!   like. Adds `socket2`.
+//! - `syslog-tls`: syslog over TLS (RFC 5425). Adds `rustls` (ring).
 //!
 //! # Supported Rust versions
 //!

@@ -29,6 +29,7 @@
 //! | [`FileAppender`] | laid-out lines to a file, rotated by size and/or time | [`FileAppender::builder`] |
 //! | [`JsonAppender`] | one JSON object per line, to stdout, a writer, or a rotated file | [`JsonAppender::stdout`], [`JsonAppender::file`] |
 //! | [`Memory`] | nothing: captures records for tests | [`Memory::new`] |
+//! | `Syslog` (feature `syslog`) | RFC 5424 (or 3164) messages over UDP, TCP, TLS (`syslog-tls`) or Unix sockets | `Syslog::udp`, `Syslog::tcp`, `Syslog::tls`, `Syslog::unix`, `Syslog::unix_stream` |
 //!
 //! Text appenders format records with a [`Layout`], a pattern parsed once
 //! (`{ts} {level:>5} {target}: {msg}{kv}` by default). Every text output
@@ -80,10 +81,19 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! ## Syslog
+//!
+//! With the `syslog` feature: a syslog format (RFC 5424 by default) × a
+//! socket, connected on the worker at the first record. See `Syslog` for
+//! the transports, the defaults and what TCP cannot promise.
+//!
 //! # Feature flags
 //!
 //! - `gzip`: `Compression::Gzip`, compressing rotated files to
 //!   `app.log.1.gz` (pulls in `flate2`).
+//! - `syslog`: `Syslog` and its formats and transports (pulls in `socket2`).
+//! - `syslog-tls`: `Syslog::tls`, RFC 5425 (pulls in `rustls` with the
+//!   `ring` provider).
 
 #![forbid(unsafe_code)]
 
@@ -103,6 +113,8 @@ mod console;
 mod file;
 mod json;
 mod memory;
+#[cfg(feature = "syslog")]
+mod syslog;
 
 pub use crate::{
     appender::{AppendError, Appender, BatchError, Operation},
@@ -118,6 +130,21 @@ pub use crate::{
     memory::{Memory, MemoryHandle},
     record::{level_name, Level, Record, RecordBuilder, ThreadInfo, Topic, Value},
 };
+
+#[cfg(feature = "syslog")]
+pub use crate::{
+    format::syslog::{
+        syslog_severity, Facility, MsgId, Rfc3164, Rfc5424, SyslogFormat, DEFAULT_SD_ID,
+    },
+    syslog::{
+        error::{SyslogError, SyslogErrorKind},
+        StreamFraming, Syslog, SyslogBuilder, SyslogCounters, SyslogTcp, SyslogUdp, SyslogUnix,
+        SyslogUnixStream, MIN_DATAGRAM,
+    },
+};
+
+#[cfg(feature = "syslog-tls")]
+pub use crate::syslog::SyslogTls;
 
 /// The producer's side of [`Record`], for the `logbus` crate only: not part
 /// of the public API, exempt from semver.

@@ -17,11 +17,11 @@ pub(crate) enum Framing {
     /// Each record is preceded by its length in bytes, in decimal without
     /// leading zeros, and a space: `12 <34>1 - - ...` (RFC 6587 §3.4.1,
     /// syslog over TCP and TLS).
-    #[allow(dead_code)] // Reserved for the syslog TCP/TLS destinations.
+    #[cfg_attr(not(feature = "syslog"), allow(dead_code))]
     OctetCount,
     /// Each record is sent by itself, with one `write` (one datagram), and
     /// no delimiter (syslog over UDP and Unix datagram sockets).
-    #[allow(dead_code)] // Reserved for the syslog UDP/Unix destinations.
+    #[cfg_attr(not(feature = "syslog"), allow(dead_code))]
     Datagram,
 }
 

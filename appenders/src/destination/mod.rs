@@ -12,10 +12,13 @@
 //!   pair routed by level;
 //! - [`file`]: the rolling file (rotation, reopening, symlink refusal,
 //!   compression);
-//! - later the syslog sockets (UDP, TCP, TLS, Unix), one file each.
+//! - [`socket`] (feature `syslog`): the syslog sockets, UDP, TCP, TLS and
+//!   Unix, one file each, made and re-made on the worker.
 
 pub(crate) mod file;
 mod framing;
+#[cfg(feature = "syslog")]
+pub(crate) mod socket;
 pub(crate) mod stream;
 
 use std::fmt;

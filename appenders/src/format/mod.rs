@@ -2,12 +2,14 @@
 //!
 //! A [`Format`] renders one record into a buffer the render loop reuses,
 //! without framing (no line terminator, no length prefix): the destination
-//! chooses the framing (see [`crate::destination::Framing`]). Today there are
-//! two: [`TextFormat`] (a [`Layout`](crate::Layout), escaping, optional level
-//! colour) and [`JsonFormat`] (one JSON object). An RFC 5424 format for
-//! syslog will be a third file here.
+//! chooses the framing (see [`crate::destination::Framing`]). There are
+//! three: [`TextFormat`] (a [`Layout`](crate::Layout), escaping, optional
+//! level colour), [`JsonFormat`] (one JSON object) and, with the `syslog`
+//! feature, `syslog::SyslogFormatter` (RFC 5424 or RFC 3164).
 
 mod json;
+#[cfg(feature = "syslog")]
+pub(crate) mod syslog;
 mod text;
 
 use crate::appender::AppendError;
