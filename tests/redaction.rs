@@ -1,6 +1,6 @@
 //! Redaction: a secret in a configured key or in the message appears in no
-//! output: console, file, JSON, and the dead-letter appender after
-//! retries. Local brokers only.
+//! output: console, file, JSON, syslog (feature `syslog`), and the
+//! dead-letter appender after retries. Local brokers only.
 
 mod common;
 
@@ -81,17 +81,42 @@ fn a_secret_reaches_no_appender_the_dead_letter_one_included() {
         .build()
         .unwrap();
 
+    // Syslog over UDP to a socket of the test's own: one datagram a record.
+    #[cfg(feature = "syslog")]
+    let collector = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    #[cfg(feature = "syslog")]
+    broker
+        .subscribe(Subscription::builder(
+            "syslog",
+            logbus::appenders::Syslog::udp(collector.local_addr().unwrap())
+                .build()
+                .unwrap(),
+        ))
+        .unwrap();
+
     log::info!(logger: &broker, target: "app", user = "ann", password = SECRET; "login");
     log::warn!(logger: &broker, target: "app", Authorization = SECRET, API_KEY = SECRET; "call");
     log::error!(logger: &broker, target: "app", "x-session" = SECRET; "the password is {}", SECRET);
     let report = broker.shutdown();
     assert_eq!(report.subscriptions["full-disk"].dead_lettered, 3);
 
-    let outputs = [
+    #[allow(unused_mut)]
+    let mut outputs = vec![
         ("console", console_out.text()),
         ("file", std::fs::read_to_string(&text_path).unwrap()),
         ("json", std::fs::read_to_string(&json_path).unwrap()),
     ];
+    #[cfg(feature = "syslog")]
+    {
+        let mut datagrams = String::new();
+        let mut buffer = [0u8; 4096];
+        for _ in 0..3 {
+            let n = collector.recv(&mut buffer).unwrap();
+            datagrams.push_str(&String::from_utf8_lossy(&buffer[..n]));
+            datagrams.push('\n');
+        }
+        outputs.push(("syslog", datagrams));
+    }
     for (name, text) in &outputs {
         assert_eq!(text.lines().count(), 3, "{name}: {text}");
         assert!(!text.contains(SECRET), "{name} holds the secret: {text}");
