@@ -91,33 +91,21 @@ fn files_above_keep_are_removed_and_only_ours() {
     ] {
         fs::write(dir.path().join(name), "old\n").unwrap();
     }
+    // What is left: ours up to keep, and everyone else's.
+    let kept = [
+        "app.log",
+        "app.log.03",
+        "app.log.1",
+        "app.log.2",
+        "app.log.3.old",
+        "app.log.bak",
+        "other.log.5",
+    ];
     let mut appender = rotating_msg_file(&path, 10, 2);
     // Opening removed what is above keep, and nothing else.
-    assert_eq!(
-        names(dir.path()),
-        [
-            "app.log",
-            "app.log.03",
-            "app.log.1",
-            "app.log.2",
-            "app.log.3.old",
-            "app.log.bak",
-            "other.log.5"
-        ]
-    );
+    assert_eq!(names(dir.path()), kept);
     append_numbered(&mut appender, 0..6);
-    assert_eq!(
-        names(dir.path()),
-        [
-            "app.log",
-            "app.log.03",
-            "app.log.1",
-            "app.log.2",
-            "app.log.3.old",
-            "app.log.bak",
-            "other.log.5"
-        ]
-    );
+    assert_eq!(names(dir.path()), kept);
     assert_eq!(
         fs::read_to_string(dir.path().join("app.log.2")).unwrap(),
         "record 3\n"

@@ -58,6 +58,14 @@ pub(super) struct Config {
 }
 
 impl Config {
+    /// The index of the subscription called `name` in the snapshot.
+    pub(super) fn index_of(&self, name: &str) -> Option<usize> {
+        self.snapshot
+            .entries
+            .iter()
+            .position(|e| &*e.sub.name == name)
+    }
+
     pub(super) fn new(snapshot: Snapshot) -> Config {
         Config {
             snapshot: Arc::new(snapshot),
@@ -296,12 +304,7 @@ impl BrokerShared {
         }
         let sub = {
             let mut config = self.lock_config();
-            let Some(index) = config
-                .snapshot
-                .entries
-                .iter()
-                .position(|e| &*e.sub.name == name)
-            else {
+            let Some(index) = config.index_of(name) else {
                 return Err(UnsubscribeError::NotFound(name.to_owned()));
             };
             let mut entries = config.snapshot.entries.clone();

@@ -128,12 +128,7 @@ impl BrokerShared {
         }
         let (new, old) = {
             let mut config = self.lock_config();
-            let Some(index) = config
-                .snapshot
-                .entries
-                .iter()
-                .position(|e| &*e.sub.name == name)
-            else {
+            let Some(index) = config.index_of(name) else {
                 return Err(ReplaceError::NotFound(name.to_owned()));
             };
             self.check_replacing(&config, &builder, Some(name))?;
