@@ -482,3 +482,35 @@ fn a_log_call_from_a_thread_local_destructor_is_delivered() {
     assert_eq!(stats.suppressed, 0);
     assert_eq!(stats.subscriptions["all"].written, 2);
 }
+
+/// Each subscription's predicate runs once per record, also when another
+/// one rejects it (a review found the predicates before the first
+/// rejection run twice: a sampling predicate would have sampled twice).
+#[test]
+fn each_predicate_runs_once_per_record() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let broker = common::broker();
+    let calls: Vec<Arc<AtomicUsize>> = (0..3).map(|_| Arc::new(AtomicUsize::new(0))).collect();
+    for (i, count) in calls.iter().enumerate() {
+        let count = Arc::clone(count);
+        broker
+            .subscribe(
+                logbus::Subscription::builder(format!("s{i}"), logbus::Memory::new().0).filter(
+                    move |_| {
+                        count.fetch_add(1, Ordering::Relaxed);
+                        i != 1 // the middle one rejects
+                    },
+                ),
+            )
+            .unwrap();
+    }
+    log::info!(logger: &broker, "one record");
+    broker.flush().unwrap();
+    let runs: Vec<usize> = calls.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+    assert_eq!(runs, [1, 1, 1]);
+    let stats = broker.stats();
+    let matched: Vec<u64> = (0..3)
+        .map(|i| stats.subscriptions[&format!("s{i}")].matched)
+        .collect();
+    assert_eq!(matched, [1, 0, 1]);
+}

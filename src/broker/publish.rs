@@ -462,10 +462,15 @@ impl<'a> Chosen<'a> {
             entry.replayed(record, journaled)
                 || entry.predicate.as_ref().is_some_and(|p| !p(record))
         };
-        if !entries.iter().any(rejects) {
+        // Each predicate runs once: the entries before the first rejection
+        // are taken as they are, the rest are looked at once more each (a
+        // review found the predicates before it run twice).
+        let Some(first) = entries.iter().position(rejects) else {
             return Chosen::All(entries);
-        }
-        Chosen::Some(entries.iter().copied().filter(|i| !rejects(i)).collect())
+        };
+        let mut chosen = entries[..first].to_vec();
+        chosen.extend(entries[first + 1..].iter().copied().filter(|i| !rejects(i)));
+        Chosen::Some(chosen)
     }
 
     fn ids(&self) -> &[u32] {
