@@ -63,6 +63,10 @@
 //! `warn.app.db`. Patterns follow AMQP topic-exchange rules: `*` matches one
 //! segment, `#` zero or more. `#` matches everything, `error.#` every error,
 //! `*.app.db.#` everything from `app::db` and below.
+//! A target with a dot (`a.b`) gets the same topic as `a::b`. A pattern
+//! that no topic can match (`app::db`, `WARN.#`: the first segment must be
+//! a lower-case level, `*` or `#`, and no segment holds `::`) is refused
+//! when subscribing ([`TopicParseErrorKind::NeverMatches`]).
 //!
 //! ```
 //! use logbus::TopicPattern;

@@ -150,3 +150,43 @@ fn level_threshold_combines_with_match_all() {
     let stats = broker.subscription("warn").unwrap().stats();
     assert_eq!((stats.matched, stats.written), (6, 6));
 }
+
+/// A well-formed pattern that no topic can match is refused when
+/// subscribing, with the segment at fault, instead of matching nothing.
+#[test]
+fn a_pattern_that_can_never_match_is_a_typed_error() {
+    use logbus::{
+        Journal, JournalQuery, Memory, SubscribeError, Subscription, TopicParseErrorKind,
+    };
+    let broker = common::broker();
+    for (pattern, at) in [
+        ("app::db", 0),
+        ("WARN.#", 0),
+        ("app.#", 0),
+        ("*.app::db", 2),
+        ("#.a::b", 2),
+    ] {
+        match broker.subscribe(Subscription::builder("s", Memory::new().0).pattern(pattern)) {
+            Err(SubscribeError::Pattern(e)) => {
+                assert_eq!(e.kind(), TopicParseErrorKind::NeverMatches, "{pattern}");
+                assert_eq!((e.pattern(), e.position()), (pattern, at));
+                assert!(e.to_string().contains("no topic can match"), "{e}");
+            }
+            other => panic!("{pattern}: {other:?}"),
+        }
+    }
+    // These can match.
+    for pattern in ["info.app", "*.app.db", "#", "#.db", "error.a:b"] {
+        let name = format!("ok {pattern}");
+        broker
+            .subscribe(Subscription::builder(name.as_str(), Memory::new().0).pattern(pattern))
+            .unwrap();
+    }
+    assert!(broker.set_patterns("ok #", &["Info.app"]).is_err());
+    assert!(broker
+        .set_journal(Journal::new().pattern("app::db"))
+        .is_err());
+    broker.set_journal(Journal::new()).unwrap();
+    let journal = broker.journal().unwrap();
+    assert!(journal.iter(JournalQuery::new().pattern("app.#")).is_err());
+}

@@ -54,6 +54,25 @@ enum Segment {
 }
 
 impl TopicPattern {
+    /// Where no topic logbus publishes can match this pattern (see
+    /// [`TopicParseErrorKind::NeverMatches`]): the byte offset of the
+    /// segment at fault.
+    pub(crate) fn never_matches(&self) -> Option<usize> {
+        const LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
+        let mut offset = 0;
+        for (i, segment) in self.segments.iter().enumerate() {
+            if let Segment::Literal(text) = segment {
+                if (i == 0 && !LEVELS.contains(&&**text)) || text.contains("::") {
+                    return Some(offset);
+                }
+                offset += text.len() + 1;
+            } else {
+                offset += 2;
+            }
+        }
+        None
+    }
+
     /// Parses a pattern such as `error.#` or `*.app.db`.
     ///
     /// # Errors
@@ -255,7 +274,11 @@ pub struct TopicParseError {
 }
 
 impl TopicParseError {
-    fn new(pattern: &str, position: usize, kind: TopicParseErrorKind) -> TopicParseError {
+    pub(crate) fn new(
+        pattern: &str,
+        position: usize,
+        kind: TopicParseErrorKind,
+    ) -> TopicParseError {
         TopicParseError {
             pattern: pattern.to_owned(),
             position,
@@ -306,6 +329,13 @@ pub enum TopicParseErrorKind {
     MixedWildcard,
     /// A segment contains whitespace, which topics never do.
     Whitespace,
+    /// Well-formed, but no topic logbus publishes can match it: the first
+    /// segment is not a level (`error`, `warn`, `info`, `debug`, `trace`),
+    /// `*` or `#` (as in `app::db.#` or `WARN.#`: levels are lower case),
+    /// or a segment holds `::` (topics write a target's `::` as `.`: write
+    /// `*.app.db`). A target with a dot (`a.b`) has the same topic as
+    /// `a::b`. Reported by subscribing, not by [`TopicPattern::parse`].
+    NeverMatches,
 }
 
 impl TopicParseErrorKind {
@@ -318,6 +348,9 @@ impl TopicParseErrorKind {
                 "wildcard mixed with other characters in a segment"
             }
             TopicParseErrorKind::Whitespace => "whitespace in a segment",
+            TopicParseErrorKind::NeverMatches => {
+                "no topic can match: topics are <level>.<target with :: as .>, the level in lower case"
+            }
         }
     }
 }
