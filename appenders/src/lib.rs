@@ -125,6 +125,7 @@ pub use crate::{
     },
     escape::MultilineMode,
     file::{FileAppender, FileAppenderBuilder},
+    format::text::level_color,
     json::JsonAppender,
     layout::{Layout, LayoutError, LayoutErrorKind},
     memory::{Memory, MemoryHandle},

@@ -10,7 +10,7 @@
 mod json;
 #[cfg(feature = "syslog")]
 pub(crate) mod syslog;
-mod text;
+pub(crate) mod text;
 
 use crate::appender::AppendError;
 use crate::record::Record;

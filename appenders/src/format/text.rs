@@ -19,8 +19,16 @@ impl TextFormat {
     }
 }
 
-/// The SGR sequence that colours `level`.
-fn level_color(level: Level) -> &'static str {
+/// The SGR sequence the console appender colours `level` with (red, yellow,
+/// green, blue, magenta), for tools that colour as it does (`logbus tail`).
+///
+/// ```
+/// use logbus_appenders::{level_color, Level};
+///
+/// assert_eq!(level_color(Level::Error), "\x1b[31m");
+/// ```
+#[must_use]
+pub fn level_color(level: Level) -> &'static str {
     match level {
         Level::Error => "\x1b[31m",
         Level::Warn => "\x1b[33m",

@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use logbus::appenders::Layout;
+use logbus::appenders::{level_color, Layout};
 use logbus::{Level, Record, Topic, Value};
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
@@ -25,17 +25,6 @@ use crate::filter::Filter;
 /// `{ts} {level:>5} {target}: {msg}{kv}`; the timestamp is the JSON's own
 /// text and the level is padded and coloured here.
 const BODY: &str = "{target}: {msg}{kv}";
-
-/// The SGR sequence colouring `level`, as the console appender's.
-fn level_color(level: Level) -> &'static str {
-    match level {
-        Level::Error => "\x1b[31m",
-        Level::Warn => "\x1b[33m",
-        Level::Info => "\x1b[32m",
-        Level::Debug => "\x1b[34m",
-        Level::Trace => "\x1b[35m",
-    }
-}
 
 /// Turns lines into what `logbus tail` prints.
 #[derive(Debug)]
