@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::broker::{Broker, DEFAULT_FLUSH_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT};
+use crate::directive::Directives;
 use crate::error::InstallError;
 use crate::journal::Journal;
 use crate::log_backend::{self, LoggerGuard};
@@ -20,6 +21,7 @@ pub fn builder() -> Builder {
 /// |---|---|
 /// | appenders | none |
 /// | dead-letter appender | none: failed records are counted as `lost` |
+/// | broker-wide directives | none: each appender's own level and directives decide |
 /// | journal | none (see [`Journal`]) |
 /// | record size bound | [`DEFAULT_MAX_RECORD_BYTES`] (64 KiB) of message and per value |
 /// | redaction | none (see [`Redaction`]) |
@@ -48,6 +50,8 @@ pub struct Builder {
     appenders: Vec<SubscriptionBuilder>,
     dead_letter: Option<SubscriptionBuilder>,
     journal: Option<Journal>,
+    directives: Option<Directives>,
+    env_directives: Option<String>,
     intake: Intake,
     flush_timeout: Duration,
     shutdown_timeout: Duration,
@@ -66,6 +70,8 @@ impl Builder {
             appenders: Vec::new(),
             dead_letter: None,
             journal: None,
+            directives: None,
+            env_directives: None,
             intake: Intake {
                 max_bytes: DEFAULT_MAX_RECORD_BYTES,
                 redaction: None,
@@ -94,6 +100,79 @@ impl Builder {
     /// recorders, [`BrokerHandle::journal`](crate::BrokerHandle::journal).
     pub fn journal(mut self, journal: Journal) -> Self {
         self.journal = Some(journal);
+        self
+    }
+
+    /// Sets broker-wide directives (`RUST_LOG` syntax, see [`Directives`]):
+    /// every record must pass them, and then each appender's own level,
+    /// patterns and directives. They narrow, never widen: an appender at
+    /// `warn` stays at `warn` under `debug` here. Changed at runtime with
+    /// [`BrokerHandle::set_global_directives`](crate::BrokerHandle::set_global_directives).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use logbus::{LevelFilter, Memory, Subscription};
+    ///
+    /// let (appender, captured) = Memory::new();
+    /// let broker = logbus::builder()
+    ///     .directives("info,hyper=warn".parse()?)
+    ///     .appender(Subscription::builder("memory", appender))
+    ///     .build()?;
+    /// log::set_max_level(LevelFilter::Trace);
+    /// log::info!(logger: &broker, target: "app", "kept");
+    /// log::info!(logger: &broker, target: "hyper::client", "below hyper's warn");
+    /// log::debug!(logger: &broker, target: "app", "below the global info");
+    /// broker.flush()?;
+    /// assert_eq!(captured.messages(), ["kept"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn directives(mut self, directives: Directives) -> Self {
+        self.directives = Some(directives);
+        self
+    }
+
+    /// Reads broker-wide directives from the environment variable `var`
+    /// (usually [`ENV_VAR`](crate::ENV_VAR), `RUST_LOG`) when the broker is
+    /// built. Set and not blank, its value replaces what
+    /// [`directives`](Builder::directives) gave, with the meaning
+    /// [`directives`](Builder::directives) documents: a filter in front of
+    /// every appender's own. Unset or blank, nothing changes, so
+    /// `.directives("info".parse()?).env_directives("RUST_LOG")` means
+    /// "`info` unless `RUST_LOG` says otherwise". A value that is not UTF-8
+    /// is read lossily.
+    ///
+    /// Unlike [`init`](crate::init), which reports a malformed directive
+    /// and goes on, [`build`](Builder::build) and
+    /// [`install`](Builder::install) refuse it with
+    /// [`InstallError::EnvDirectives`], naming the variable and the
+    /// directive.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use logbus::{LevelFilter, Memory, Subscription};
+    ///
+    /// std::env::set_var("APP_LOG", "warn,app::db=debug");
+    /// let (file, to_file) = Memory::new();
+    /// let (console, to_console) = Memory::new();
+    /// let broker = logbus::builder()
+    ///     .directives("info".parse()?)
+    ///     .env_directives("APP_LOG")
+    ///     .appender(Subscription::builder("file", file))
+    ///     .appender(Subscription::builder("console", console).level(LevelFilter::Warn))
+    ///     .build()?;
+    /// log::set_max_level(LevelFilter::Trace);
+    /// log::debug!(logger: &broker, target: "app::db", "query plan");
+    /// log::info!(logger: &broker, target: "app::http", "below APP_LOG's warn");
+    /// log::warn!(logger: &broker, target: "app::http", "slow");
+    /// broker.flush()?;
+    /// assert_eq!(to_file.messages(), ["query plan", "slow"]);
+    /// assert_eq!(to_console.messages(), ["slow"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn env_directives(mut self, var: impl Into<String>) -> Self {
+        self.env_directives = Some(var.into());
         self
     }
 
@@ -134,9 +213,26 @@ impl Builder {
     ///
     /// [`InstallError::Subscribe`] if a subscription is rejected (malformed
     /// pattern, duplicate name, zero capacity), [`InstallError::Journal`]
-    /// if the journal's settings are.
+    /// if the journal's settings are, [`InstallError::EnvDirectives`] if the
+    /// variable given to [`env_directives`](Builder::env_directives) holds a
+    /// malformed directive.
     pub fn build(self) -> Result<Broker, InstallError> {
+        let mut directives = self.directives;
+        if let Some(var) = self.env_directives {
+            if let Some(spec) = std::env::var_os(&var) {
+                let spec = spec.to_string_lossy();
+                if !spec.trim().is_empty() {
+                    match Directives::parse(&spec) {
+                        Ok(parsed) => directives = Some(parsed),
+                        Err(error) => return Err(InstallError::EnvDirectives { var, error }),
+                    }
+                }
+            }
+        }
         let broker = Broker::with_settings(self.flush_timeout, self.shutdown_timeout, self.intake);
+        if directives.is_some() {
+            broker.set_global_directives(directives);
+        }
         if let Some(journal) = &self.journal {
             broker.set_journal(journal.clone())?;
         }

@@ -22,6 +22,7 @@ use log::{Level, LevelFilter};
 /// | `path`        | `path=trace`: everything under `path`                                    |
 /// | `path=level`  | `level` for targets under `path`                                        |
 /// | `path=`       | `path=trace` (an empty level means "all levels")                         |
+/// | `=level`      | an empty path: it matches every target, like the global level            |
 ///
 /// The rules below are those of `env_filter` 2.x (`parse_spec`, `Builder`, `Filter::enabled`),
 /// the crate `env_logger` 0.11 delegates to; `tests/directives.rs` checks them differentially.
@@ -47,16 +48,18 @@ use log::{Level, LevelFilter};
 ///
 /// # Differences from `env_logger`
 ///
-/// Both are deliberate.
-///
 /// - `env_filter` accepts `=debug` as a directive for the empty path, which matches every
-///   target and competes with the global level in insertion order. We reject it with
-///   [`DirectiveErrorKind::EmptyTarget`]; write `debug` instead.
+///   target. So do we: of it and the global level, the one whose first directive came later
+///   in the spec wins, with the level of its last directive, as in `env_filter`. It renders
+///   as a global level (`info,=debug` displays as `debug`).
 /// - The `/regex` suffix, which `env_filter` applies to the formatted message, is not
-///   supported: [`Directives::parse`] rejects it with [`DirectiveErrorKind::UnsupportedRegex`]
-///   and [`Directives::parse_lossy`] drops it (so it lets through every message the levels
-///   allow). With two or more `/`, `env_filter` drops the whole spec; we keep the directives
-///   before the first `/`.
+///   supported, deliberately: a message filter would run on the caller's thread after
+///   formatting, for every record. [`Directives::parse`] rejects it with
+///   [`DirectiveErrorKind::UnsupportedRegex`], whose message says what to write instead (the
+///   directives before `/`, and [`SubscriptionBuilder::filter`](crate::SubscriptionBuilder::filter)
+///   for the message test); [`Directives::parse_lossy`] drops it (so it lets through every
+///   message the levels allow). With two or more `/`, `env_filter` drops the whole spec; we
+///   keep the directives before the first `/`.
 ///
 /// # Equality
 ///
@@ -112,8 +115,7 @@ impl Directives {
     /// # Errors
     ///
     /// Returns the first [`DirectiveError`] in the spec, by position: an unknown level
-    /// (`app=loud`), an empty path (`=debug`), more than one `=` (`a=b=c`), or a `/regex`
-    /// suffix.
+    /// (`app=loud`), more than one `=` (`a=b=c`), or a `/regex` suffix.
     ///
     /// # Examples
     ///
@@ -167,10 +169,15 @@ impl Directives {
             None => (spec, None),
         };
 
-        let mut global = None;
+        // The global level and the empty path's (`=debug`), each with the index of its first
+        // directive: both match every target, and `env_filter` keeps them in the order they
+        // first appeared, a later directive replacing the level in place. The one that first
+        // appeared last wins.
+        let mut global: Option<(usize, LevelFilter)> = None;
+        let mut empty_path: Option<(usize, LevelFilter)> = None;
         let mut directives = Directives::new(LevelFilter::Off);
         let mut offset = 0;
-        for piece in list.split(',') {
+        for (index, piece) in list.split(',').enumerate() {
             let start = offset + (piece.len() - piece.trim_start().len());
             offset += piece.len() + 1;
             let text = piece.trim();
@@ -178,7 +185,10 @@ impl Directives {
                 continue;
             }
             match parse_one(text) {
-                Ok((None, level)) => global = Some(level),
+                Ok((None, level)) => global = Some((global.map_or(index, |g| g.0), level)),
+                Ok((Some(""), level)) => {
+                    empty_path = Some((empty_path.map_or(index, |e| e.0), level));
+                }
                 Ok((Some(path), level)) => directives.insert(path, level),
                 Err(kind) => errors.push(DirectiveError {
                     directive: text.to_owned(),
@@ -195,7 +205,11 @@ impl Directives {
             });
         }
 
-        directives.default = match global {
+        let everywhere = match (global, empty_path) {
+            (Some(g), Some(e)) => Some(if e.0 > g.0 { e.1 } else { g.1 }),
+            (one, other) => one.or(other).map(|(_, level)| level),
+        };
+        directives.default = match everywhere {
             Some(level) => level,
             // `env_filter::Builder::build` falls back to a global `error` only when it holds
             // no directive at all; with path directives, unmatched targets are off.
@@ -362,9 +376,6 @@ fn parse_one(text: &str) -> Result<(Option<&str>, LevelFilter), DirectiveErrorKi
                 "" => LevelFilter::Trace,
                 text => text.parse().map_err(|_| DirectiveErrorKind::UnknownLevel)?,
             };
-            if path.is_empty() {
-                return Err(DirectiveErrorKind::EmptyTarget);
-            }
             Ok((Some(path), level))
         }
     }
@@ -485,9 +496,11 @@ impl fmt::Display for DirectiveError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let what = match self.kind {
             DirectiveErrorKind::UnknownLevel => "unknown level",
-            DirectiveErrorKind::EmptyTarget => "empty target",
             DirectiveErrorKind::TooManyEquals => "more than one '='",
-            DirectiveErrorKind::UnsupportedRegex => "regex filters are not supported",
+            DirectiveErrorKind::UnsupportedRegex => {
+                "message filters are not supported; keep the directives before '/' and filter \
+                 messages with `SubscriptionBuilder::filter`"
+            }
         };
         write!(
             f,
@@ -512,15 +525,6 @@ pub enum DirectiveErrorKind {
     /// assert_eq!(err.kind(), DirectiveErrorKind::UnknownLevel);
     /// ```
     UnknownLevel,
-    /// The directive has `=` but no path before it; write a bare level for the global one.
-    ///
-    /// ```
-    /// use logbus::{DirectiveErrorKind, Directives};
-    ///
-    /// let err = Directives::parse("info,=debug").unwrap_err();
-    /// assert_eq!((err.kind(), err.position()), (DirectiveErrorKind::EmptyTarget, 5));
-    /// ```
-    EmptyTarget,
     /// The directive has more than one `=`.
     ///
     /// ```
@@ -573,6 +577,12 @@ mod tests {
         check("app::", [Off, Trace, Trace, Off, Off, Off]);
         check("app::db=debug", [Off, Debug, Debug, Off, Off, Off]);
         check("info,app::db=debug", [Info, Debug, Debug, Info, Info, Info]);
+        // The empty path matches everything; of it and the global level, the one first
+        // written last wins.
+        check("info,=debug", [Debug; 6]);
+        check("=debug,info", [Info; 6]);
+        check("info,=debug,warn", [Debug; 6]);
+        check("=warn,app=debug", [Debug, Debug, Debug, Debug, Warn, Warn]);
         check("app::db=debug,info", [Info, Debug, Debug, Info, Info, Info]);
         check(
             "warn,app=info,app::db=trace",
@@ -623,8 +633,6 @@ mod tests {
         bad("info,app=loud", UnknownLevel, 5, "app=loud");
         bad("info,  app=1 ,x", UnknownLevel, 7, "app=1");
         bad("app=inf", UnknownLevel, 0, "app=inf");
-        bad("=debug", EmptyTarget, 0, "=debug");
-        bad("info, =", EmptyTarget, 6, "=");
         bad("=loud", UnknownLevel, 0, "=loud");
         bad("a=b=c", TooManyEquals, 0, "a=b=c");
         bad("x,app==", TooManyEquals, 2, "app==");
@@ -638,13 +646,13 @@ mod tests {
     #[test]
     fn lossy_keeps_the_good_parts() {
         let (directives, errors) = Directives::parse_lossy("info,app=loud,=warn,db=debug/x/y");
-        assert_eq!(directives, Directives::new(Info).with("db", Debug));
+        // `=warn` first appeared after `info`: it wins, as in `env_filter`.
+        assert_eq!(directives, Directives::new(Warn).with("db", Debug));
         let found: Vec<_> = errors.iter().map(|e| (e.kind(), e.position())).collect();
         assert_eq!(
             found,
             [
                 (DirectiveErrorKind::UnknownLevel, 5),
-                (DirectiveErrorKind::EmptyTarget, 14),
                 (DirectiveErrorKind::UnsupportedRegex, 28),
             ]
         );
@@ -738,7 +746,8 @@ mod tests {
         let err = Directives::parse("info/^GET").unwrap_err();
         assert_eq!(
             err.to_string(),
-            r#"invalid directive "/^GET" at byte 4: regex filters are not supported"#
+            "invalid directive \"/^GET\" at byte 4: message filters are not supported; keep the \
+             directives before '/' and filter messages with `SubscriptionBuilder::filter`"
         );
     }
 }

@@ -4,6 +4,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::time::Duration;
 
+use crate::directive::DirectiveError;
 use crate::topic::TopicParseError;
 
 /// Why a subscription could not be added.
@@ -220,6 +221,28 @@ pub enum InstallError {
     AlreadyInstalled,
     /// The journal's settings were refused.
     Journal(JournalError),
+    /// The environment variable given to
+    /// [`Builder::env_directives`](crate::Builder::env_directives) held a
+    /// malformed directive.
+    ///
+    /// ```
+    /// use logbus::{DirectiveErrorKind, InstallError};
+    ///
+    /// std::env::set_var("MY_APP_LOG", "info,db=loud");
+    /// match logbus::builder().env_directives("MY_APP_LOG").build() {
+    ///     Err(InstallError::EnvDirectives { var, error }) => {
+    ///         assert_eq!(var, "MY_APP_LOG");
+    ///         assert_eq!((error.directive(), error.kind()), ("db=loud", DirectiveErrorKind::UnknownLevel));
+    ///     }
+    ///     other => panic!("unexpected: {other:?}"),
+    /// }
+    /// ```
+    EnvDirectives {
+        /// The variable's name.
+        var: String,
+        /// The first malformed directive in its value.
+        error: DirectiveError,
+    },
 }
 
 impl fmt::Display for InstallError {
@@ -230,6 +253,7 @@ impl fmt::Display for InstallError {
                 f.write_str("a logger is already installed as the `log` backend")
             }
             InstallError::Journal(_) => f.write_str("the journal's settings were refused"),
+            InstallError::EnvDirectives { var, .. } => write!(f, "malformed directives in {var}"),
         }
     }
 }
@@ -239,6 +263,7 @@ impl StdError for InstallError {
         match self {
             InstallError::Subscribe(e) => Some(e),
             InstallError::Journal(e) => Some(e),
+            InstallError::EnvDirectives { error, .. } => Some(error),
             InstallError::AlreadyInstalled => None,
         }
     }
