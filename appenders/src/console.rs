@@ -11,13 +11,17 @@ use crate::record::Level;
 use crate::render::Pipeline;
 
 /// Where a [`Console`] writes.
+///
+/// The default is stderr, as for `env_logger`, `tracing-subscriber`'s
+/// `fmt` and [`logbus::init`](https://docs.rs/logbus/latest/logbus/fn.init.html):
+/// diagnostics stay out of a program's output, so `app | jq` still works.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum ConsoleTarget {
-    /// Every record to stdout (default).
-    #[default]
+    /// Every record to stdout.
     Stdout,
-    /// Every record to stderr.
+    /// Every record to stderr (default).
+    #[default]
     Stderr,
     /// `WARN` and `ERROR` to stderr, the rest to stdout.
     Split,
@@ -27,8 +31,9 @@ pub enum ConsoleTarget {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum ColorMode {
-    /// Colour a stream when it is a terminal, honouring `NO_COLOR` and
-    /// `CLICOLOR_FORCE` (see [`color_choice`]) (default).
+    /// Colour a stream when it is a terminal and the environment does not
+    /// say otherwise (`NO_COLOR`, `CLICOLOR_FORCE`, `CLICOLOR`, `TERM`; see
+    /// [`color_choice`]) (default).
     #[default]
     Auto,
     /// Always colour, whatever the stream and the environment.
@@ -37,49 +42,73 @@ pub enum ColorMode {
     Never,
 }
 
-/// The [`ColorMode::Auto`] decision, as a pure function of its inputs.
+/// The [`ColorMode::Auto`] decision for a stream, as a function of whether
+/// it is a terminal and of the environment, read through `var` (a variable
+/// that is set but not UTF-8 counts as set). The conventions, in order of
+/// precedence, are those `env_logger` follows (through `anstream`):
 ///
-/// - `NO_COLOR` set to a non-empty value disables colour
-///   (<https://no-color.org>); it wins over `CLICOLOR_FORCE`, because an
-///   explicit opt-out should not be overridden by a blanket setting.
-/// - otherwise `CLICOLOR_FORCE` set to a non-empty value other than `0`
-///   forces colour, even into a pipe;
-/// - otherwise colour only when the stream is a terminal.
+/// 1. `NO_COLOR` set and non-empty: no colour (<https://no-color.org>). An
+///    explicit opt-out wins over everything else.
+/// 2. `CLICOLOR_FORCE` set, non-empty and not `0`: colour, even into a pipe
+///    (<https://bixense.com/clicolors/>).
+/// 3. `CLICOLOR=0`: no colour.
+/// 4. Not a terminal: no colour.
+/// 5. `CLICOLOR` set to anything else: colour.
+/// 6. `TERM=dumb`: no colour; `TERM` unset: no colour, except on Windows,
+///    whose consoles do not set it.
+/// 7. Otherwise colour.
+///
+/// Written here rather than taken from `anstream`/`anstyle-query`: the
+/// rules are these seven lines, and those crates would take logbus's
+/// default dependency tree past `env_logger`'s.
 ///
 /// # Examples
 ///
 /// ```
 /// use logbus_appenders::color_choice;
 ///
-/// assert!(color_choice(true, None, None));
-/// assert!(!color_choice(false, None, None));
-/// assert!(!color_choice(true, Some("1"), None));
-/// assert!(color_choice(false, None, Some("1")));
-/// assert!(!color_choice(false, None, Some("0")));
+/// let env = |vars: &'static [(&'static str, &'static str)]| {
+///     move |name: &str| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string())
+/// };
+/// assert!(color_choice(true, env(&[("TERM", "xterm-256color")])));
+/// assert!(!color_choice(false, env(&[("TERM", "xterm-256color")])));
+/// assert!(!color_choice(true, env(&[("TERM", "dumb")])));
+/// assert!(!color_choice(true, env(&[("TERM", "xterm"), ("NO_COLOR", "1")])));
+/// assert!(!color_choice(true, env(&[("TERM", "xterm"), ("CLICOLOR", "0")])));
+/// assert!(color_choice(false, env(&[("CLICOLOR_FORCE", "1")])));
 /// ```
 #[must_use]
-pub fn color_choice(
-    is_terminal: bool,
-    no_color: Option<&str>,
-    clicolor_force: Option<&str>,
-) -> bool {
-    if no_color.is_some_and(|v| !v.is_empty()) {
+pub fn color_choice(is_terminal: bool, var: impl Fn(&str) -> Option<String>) -> bool {
+    let set = |name| var(name).filter(|v| !v.is_empty());
+    if set("NO_COLOR").is_some() {
         return false;
     }
-    if clicolor_force.is_some_and(|v| !v.is_empty() && v != "0") {
+    if set("CLICOLOR_FORCE").is_some_and(|v| v != "0") {
         return true;
     }
-    is_terminal
+    let clicolor = set("CLICOLOR");
+    if clicolor.as_deref() == Some("0") || !is_terminal {
+        return false;
+    }
+    if clicolor.is_some() {
+        return true;
+    }
+    match var("TERM").as_deref() {
+        Some("dumb") => false,
+        Some(_) => true,
+        None => cfg!(windows),
+    }
 }
 
+/// [`color_choice`] on the process's environment.
 fn env_color_choice(is_terminal: bool) -> bool {
-    let no_color = std::env::var_os("NO_COLOR");
-    let force = std::env::var_os("CLICOLOR_FORCE");
-    color_choice(
-        is_terminal,
-        no_color.as_deref().map(|v| v.to_str().unwrap_or("?")),
-        force.as_deref().map(|v| v.to_str().unwrap_or("?")),
-    )
+    color_choice(is_terminal, env_var)
+}
+
+/// A variable of the process's environment; one that is set but not
+/// UTF-8 still counts as set.
+pub(crate) fn env_var(name: &str) -> Option<String> {
+    std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
 }
 
 /// Writes each record as one laid-out line to stdout, stderr, or both.
@@ -97,7 +126,7 @@ fn env_color_choice(is_terminal: bool) -> bool {
 ///
 /// | Builder method | Default |
 /// |---|---|
-/// | [`target`](ConsoleBuilder::target) | [`ConsoleTarget::Stdout`] |
+/// | [`target`](ConsoleBuilder::target) | [`ConsoleTarget::Stderr`] |
 /// | [`color`](ConsoleBuilder::color) | [`ColorMode::Auto`] |
 /// | [`layout`](ConsoleBuilder::layout) | [`Layout::default()`] |
 /// | [`multiline`](ConsoleBuilder::multiline) | [`MultilineMode::Escape`] |
@@ -135,7 +164,7 @@ impl Console {
     /// Starts configuring a console appender (defaults in the [type docs](Console)).
     pub fn builder() -> ConsoleBuilder {
         ConsoleBuilder {
-            target: ConsoleTarget::Stdout,
+            target: ConsoleTarget::Stderr,
             color: ColorMode::Auto,
             layout: None,
             multiline: MultilineMode::Escape,
@@ -204,14 +233,14 @@ impl ConsoleBuilder {
     ///     fn flush(&mut self) -> std::io::Result<()> { Ok(()) }
     /// }
     ///
-    /// let out = Shared::default();
+    /// let err = Shared::default();
     /// let mut console = Console::builder()
     ///     .layout(Layout::parse("{level} {msg}")?)
     ///     .color(ColorMode::Never)
-    ///     .build_with_writers(out.clone(), std::io::sink());
+    ///     .build_with_writers(std::io::sink(), err.clone()); // stderr by default
     /// console.append(&Record::builder(Topic::new(Level::Info, "app")).message("a\nb").build())?;
     /// console.flush()?;
-    /// assert_eq!(*out.0.lock().unwrap(), b"INFO a\\nb\n");
+    /// assert_eq!(*err.0.lock().unwrap(), b"INFO a\\nb\n");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[must_use]
@@ -265,28 +294,45 @@ mod tests {
 
     #[test]
     fn color_decision_table() {
+        /// Variables set, by name.
+        type Env = &'static [(&'static str, &'static str)];
         #[rustfmt::skip]
-        let table: &[(bool, Option<&str>, Option<&str>, bool)] = &[
-            // terminal, NO_COLOR, CLICOLOR_FORCE, colour?
-            (true,  None,      None,      true),
-            (false, None,      None,      false),
-            (true,  Some(""),  None,      true),
-            (true,  Some("1"), None,      false),
-            (true,  Some("0"), None,      false),
-            (false, None,      Some("1"), true),
-            (false, None,      Some("yes"), true),
-            (false, None,      Some("0"), false),
-            (false, None,      Some(""),  false),
-            (true,  None,      Some("0"), true),
-            (false, Some("1"), Some("1"), false),
-            (true,  Some("1"), Some("1"), false),
-            (false, Some(""),  Some("1"), true),
+        let table: &[(bool, Env, bool)] = &[
+            // terminal, environment, colour?
+            (true,  &[("TERM", "xterm")], true),
+            (false, &[("TERM", "xterm")], false),
+            (true,  &[], cfg!(windows)),
+            (true,  &[("TERM", "dumb")], false),
+            (true,  &[("TERM", "")], true),
+            (true,  &[("TERM", "xterm"), ("NO_COLOR", "")], true),
+            (true,  &[("TERM", "xterm"), ("NO_COLOR", "1")], false),
+            (true,  &[("TERM", "xterm"), ("NO_COLOR", "0")], false),
+            (false, &[("CLICOLOR_FORCE", "1")], true),
+            (false, &[("CLICOLOR_FORCE", "yes")], true),
+            (false, &[("CLICOLOR_FORCE", "0")], false),
+            (false, &[("CLICOLOR_FORCE", "")], false),
+            (true,  &[("TERM", "dumb"), ("CLICOLOR_FORCE", "1")], true),
+            (true,  &[("TERM", "xterm"), ("CLICOLOR_FORCE", "0")], true),
+            (false, &[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")], false),
+            (true,  &[("TERM", "xterm"), ("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")], false),
+            (false, &[("NO_COLOR", ""), ("CLICOLOR_FORCE", "1")], true),
+            (true,  &[("TERM", "xterm"), ("CLICOLOR", "0")], false),
+            (true,  &[("CLICOLOR", "0"), ("CLICOLOR_FORCE", "1")], true),
+            (true,  &[("TERM", "dumb"), ("CLICOLOR", "1")], true),
+            (true,  &[("CLICOLOR", "1")], true),
+            (false, &[("TERM", "xterm"), ("CLICOLOR", "1")], false),
+            (true,  &[("TERM", "xterm"), ("CLICOLOR", "")], true),
         ];
-        for &(terminal, no_color, force, expected) in table {
+        for &(terminal, vars, expected) in table {
+            let var = |name: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.to_string())
+            };
             assert_eq!(
-                color_choice(terminal, no_color, force),
+                color_choice(terminal, var),
                 expected,
-                "terminal={terminal} NO_COLOR={no_color:?} CLICOLOR_FORCE={force:?}"
+                "terminal={terminal} environment={vars:?}"
             );
         }
     }

@@ -25,7 +25,7 @@
 //!
 //! | Appender | Writes | Built with |
 //! |---|---|---|
-//! | [`Console`] | laid-out lines to stdout, stderr, or split by level; colours on a terminal | [`Console::builder`] |
+//! | [`Console`] | laid-out lines to stderr (default), stdout, or split by level; colours on a terminal | [`Console::builder`] |
 //! | [`FileAppender`] | laid-out lines to a file, rotated by size and/or time | [`FileAppender::builder`] |
 //! | [`JsonAppender`] | one JSON object per line, to stdout, a writer, or a rotated file | [`JsonAppender::stdout`], [`JsonAppender::file`] |
 //! | [`Memory`] | nothing: captures records for tests | [`Memory::new`] |
@@ -43,7 +43,7 @@
 //!
 //! let mut console = Console::builder()
 //!     .target(ConsoleTarget::Split) // warnings and errors to stderr
-//!     .color(ColorMode::Auto) // only on a terminal; honours NO_COLOR, CLICOLOR_FORCE
+//!     .color(ColorMode::Auto) // only on a terminal; honours NO_COLOR, CLICOLOR(_FORCE), TERM
 //!     .layout(Layout::parse("{ts:%H:%M:%S%.3f} {level:>5} {target}: {msg}{kv}")?)
 //!     .build();
 //! console.append(&Record::builder(Topic::new(Level::Info, "app")).message("ready").build())?;

@@ -77,6 +77,7 @@ fn indent_mode_indents_continuation_lines() {
         .layout(Layout::parse("{level} {msg}").unwrap())
         .multiline(MultilineMode::Indent)
         .color(ColorMode::Never)
+        .target(ConsoleTarget::Stdout)
         .build_with_writers(out.clone(), err);
     console
         .append(&record(Level::Info, "stack:\n  at main\x1b[2J"))
@@ -148,4 +149,53 @@ fn each_append_reaches_the_writer_before_returning() {
     assert_eq!(out.text(), "not buffered\n");
     console.flush().unwrap();
     assert_eq!(out.text(), "not buffered\n");
+}
+
+/// The child of the two tests below: a console with the builder's defaults on the real
+/// stdout and stderr, one record. Only as a child (the variable names what to check).
+#[test]
+fn default_console_child() {
+    if std::env::var_os("LOGBUS_CONSOLE_CHILD").is_none() {
+        return;
+    }
+    let mut console = Console::builder()
+        .layout(Layout::parse("{level} {msg}").unwrap())
+        .build();
+    console.append(&record(Level::Info, "to stderr")).unwrap();
+    console.flush().unwrap();
+}
+
+/// Runs [`default_console_child`] with `vars` set (and the colour variables cleared
+/// otherwise); returns its (stdout, stderr).
+fn run_default_console(vars: &[(&str, &str)]) -> (String, String) {
+    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+    command
+        .args(["--exact", "default_console_child", "--test-threads=1", "-q"])
+        .env("LOGBUS_CONSOLE_CHILD", "1");
+    for name in ["NO_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "TERM"] {
+        command.env_remove(name);
+    }
+    command.envs(vars.iter().copied());
+    let output = command.output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    (
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn the_default_console_writes_to_stderr() {
+    let (stdout, stderr) = run_default_console(&[]);
+    assert_eq!(stderr, "INFO to stderr\n");
+    assert!(!stdout.contains("to stderr"), "{stdout:?}");
+}
+
+#[test]
+fn the_environment_forces_or_refuses_colour_on_the_real_streams() {
+    // A pipe is not a terminal: CLICOLOR_FORCE colours it, NO_COLOR wins over that.
+    let (_, forced) = run_default_console(&[("CLICOLOR_FORCE", "1"), ("TERM", "dumb")]);
+    assert!(forced.contains("\x1b["), "{forced:?}");
+    let (_, refused) = run_default_console(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]);
+    assert_eq!(refused, "INFO to stderr\n");
 }

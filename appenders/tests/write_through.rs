@@ -81,6 +81,7 @@ fn console_on(disk: &Disk) -> Console {
     Console::builder()
         .layout(msg_layout())
         .color(ColorMode::Never)
+        .target(ConsoleTarget::Stdout)
         .build_with_writers(disk.clone(), io::sink())
 }
 

@@ -23,17 +23,11 @@ pub(crate) fn run(args: Tail) -> Result<(), TailError> {
     let color = match args.color {
         ColorMode::Always => true,
         ColorMode::Never => false,
-        // Auto, as the console appender decides it: a terminal, unless
-        // NO_COLOR is set non-empty (CLICOLOR_FORCE forces colour).
-        _ => {
+        // Auto, as the console appender decides it (`color_choice`).
+        _ => color_choice(stdout.is_terminal(), |name| {
             // A value that is not UTF-8 is still a value that is set.
-            let var = |name| std::env::var_os(name).map(|v| v.to_str().unwrap_or("?").to_owned());
-            color_choice(
-                stdout.is_terminal(),
-                var("NO_COLOR").as_deref(),
-                var("CLICOLOR_FORCE").as_deref(),
-            )
-        }
+            std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
+        }),
     };
     let mut out = BufWriter::new(stdout.lock());
     let mut renderer = Renderer::new(args.filter, args.output, color);
