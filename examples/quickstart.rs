@@ -5,12 +5,20 @@
 //! ```text
 //! cargo run --example quickstart
 //! ```
+//!
+//! It leaves what it wrote in `logbus-quickstart/` under the temporary
+//! directory (emptied at the start of each run) and prints the paths, so you
+//! can look at the files, or follow one with `cargo run -- tail -F PATH`.
 
 use logbus::appenders::{Console, FileAppender, JsonAppender, Layout};
 use logbus::{LevelFilter, Subscription};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = std::env::temp_dir().join(format!("logbus-quickstart-{}", std::process::id()));
+    let dir = std::env::temp_dir().join("logbus-quickstart");
+    match std::fs::remove_dir_all(&dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+        _ => std::fs::create_dir_all(&dir)?,
+    }
     let text_path = dir.join("app.log");
     let json_path = dir.join("errors.json");
 
@@ -58,8 +66,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     print!("{}", std::fs::read_to_string(&text_path)?);
     println!("--- {} ---", json_path.display());
     print!("{}", std::fs::read_to_string(&json_path)?);
-    println!("--- stats ---");
-    println!("{}", serde_json::to_string(&handle.stats().subscriptions)?);
-    std::fs::remove_dir_all(&dir)?;
+    println!("--- what each appender did ---");
+    for (name, stats) in &handle.stats().subscriptions {
+        println!(
+            "{name}: matched {}, written {}, dropped {}, lost {}",
+            stats.matched, stats.written, stats.dropped, stats.lost
+        );
+    }
+    println!("--- the files are left in {} ---", dir.display());
+    println!(
+        "follow one with: cargo run -- tail -F {}",
+        text_path.display()
+    );
     Ok(())
 }

@@ -154,6 +154,9 @@
 //!   TCP (octet-counted) and Unix sockets, to rsyslog, syslog-ng and the
 //!   like. Adds `socket2`.
 //! - `syslog-tls`: syslog over TLS (RFC 5425). Adds `rustls` (ring).
+//! - `serde`: `serde::Serialize` for the stats and reports
+//!   ([`BrokerStats`], [`ShutdownReport`], [`ReplayReport`], ...), to ship
+//!   them as JSON. Adds serde's derive macros.
 //!
 //! # Supported Rust versions
 //!

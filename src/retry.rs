@@ -3,8 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
 /// How often, and how patiently, a worker retries a record its appender
 /// failed to write, before handing it to the dead-letter route.
 ///
@@ -182,8 +180,9 @@ impl CircuitBreaker {
 }
 
 /// The state of a subscription's circuit breaker, as shown in its stats.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum BreakerState {
     /// Records reach the appender.

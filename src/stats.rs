@@ -8,8 +8,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
 use crate::retry::BreakerState;
 use crate::sync::{AtomicU64, AtomicU8, Ordering};
 
@@ -100,7 +98,8 @@ impl Counters {
 /// returned, or after shutdown) the accounting identity holds exactly:
 ///
 /// `matched == written + dropped + dead_lettered + lost + in_queue`
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct SubscriptionStats {
     /// Records routed to this subscription (they passed its patterns, level
@@ -141,7 +140,8 @@ impl SubscriptionStats {
 }
 
 /// Counters of every subscription and of the broker.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct BrokerStats {
     /// Per subscription, by name (the dead-letter subscription included).
@@ -165,7 +165,8 @@ pub struct BrokerStats {
 /// For every subscription `matched == written + dropped + dead_lettered +
 /// lost + in_queue`, where `in_queue` is what an unfinished subscription
 /// left undelivered.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct ShutdownReport {
     /// Per subscription, by name.

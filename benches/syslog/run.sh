@@ -19,17 +19,17 @@ RECORDS=${2:-1000000}
 export PATH="$PATH:/usr/sbin:/sbin"
 command -v rsyslogd >/dev/null || { echo "rsyslogd not found: apt-get install rsyslog" >&2; exit 1; }
 
-cargo bench -q --features syslog --bench syslog --no-run
+cargo bench -q -p logbus-benches --features syslog --bench syslog --no-run
 raw=$(mktemp)
 for round in $(seq "$ROUNDS"); do
   for threads in 1 4; do
     if (( round % 2 )); then order="plain logbus"; else order="logbus plain"; fi
     for writer in $order; do
-      cargo bench -q --features syslog --bench syslog -- \
+      cargo bench -q -p logbus-benches --features syslog --bench syslog -- \
         --writer "$writer" --threads "$threads" --records "$RECORDS" | tail -1 | tee -a "$raw"
     done
     for writer in logbus-drop file; do
-      cargo bench -q --features syslog --bench syslog -- --writer "$writer" \
+      cargo bench -q -p logbus-benches --features syslog --bench syslog -- --writer "$writer" \
         --threads "$threads" --records "$RECORDS" --burst $((512 / threads)) | tail -1 | tee -a "$raw"
     done
   done

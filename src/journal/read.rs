@@ -6,7 +6,6 @@ use std::fmt;
 
 use log::LevelFilter;
 use logbus_appenders::Record;
-use serde::Serialize;
 
 use super::JournalCore;
 use crate::sync::Arc;
@@ -23,7 +22,8 @@ const CHUNK: usize = 256;
 const SCAN: usize = 1024;
 
 /// A snapshot of the journal's state.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct JournalStats {
     /// Records retained.

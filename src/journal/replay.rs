@@ -36,7 +36,6 @@
 use std::fmt;
 
 use logbus_appenders::{Level, Record, Topic, Value};
-use serde::Serialize;
 
 use super::Ring;
 use crate::sync::Arc;
@@ -59,7 +58,8 @@ pub enum Replay {
 
 /// What a replaying subscription was given, from
 /// [`SubscriptionHandle::replay_report`](crate::SubscriptionHandle::replay_report).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct ReplayReport {
     /// The offset of the first replayed record, if any.
@@ -75,7 +75,8 @@ pub struct ReplayReport {
 /// Records a replay asked for but the journal no longer held. The
 /// subscription's appender also receives one WARN record saying so, before
 /// the replayed records, with the `seq` just below the first of them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct ReplayGap {
     /// The offset asked for.

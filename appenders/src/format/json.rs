@@ -79,7 +79,8 @@ fn render(record: &Record, ts: &str, out: &mut Vec<u8>) -> Result<(), serde_json
     result
 }
 
-#[derive(serde::Serialize)]
+/// The object's fields, in the order written (serialised by hand: the
+/// default build needs no derive macros).
 struct Line<'a> {
     ts: &'a str,
     level: &'a str,
@@ -93,6 +94,25 @@ struct Line<'a> {
     file: Option<&'a str>,
     line: Option<u32>,
     kv: Kv<'a>,
+}
+
+impl Serialize for Line<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(12))?;
+        map.serialize_entry("ts", self.ts)?;
+        map.serialize_entry("level", self.level)?;
+        map.serialize_entry("target", self.target)?;
+        map.serialize_entry("topic", self.topic)?;
+        map.serialize_entry("seq", &self.seq)?;
+        map.serialize_entry("msg", self.msg)?;
+        map.serialize_entry("thread", &self.thread)?;
+        map.serialize_entry("thread_id", &self.thread_id)?;
+        map.serialize_entry("module", &self.module)?;
+        map.serialize_entry("file", &self.file)?;
+        map.serialize_entry("line", &self.line)?;
+        map.serialize_entry("kv", &self.kv)?;
+        map.end()
+    }
 }
 
 struct Kv<'a>(&'a [(Cow<'static, str>, Value)]);

@@ -15,7 +15,7 @@ use std::fmt;
 
 use logbus::appenders::{level_color, Layout};
 use logbus::{Level, Record, Topic, Value};
-use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::de::{Deserializer, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 
 use crate::args::Output;
@@ -169,16 +169,64 @@ fn to_value(value: serde_json::Value) -> Value {
 }
 
 /// The fields of a JSON appender line that `tail` reads; the others
-/// (`seq`, `thread`, `module`, ...) are ignored.
-#[derive(Deserialize)]
+/// (`seq`, `thread`, `module`, ...) are ignored. Deserialised by hand, so
+/// that the default build needs no derive macros.
 struct JsonLine {
     ts: String,
     level: String,
     target: String,
     topic: String,
     msg: String,
-    #[serde(default)]
     kv: Kv,
+}
+
+impl<'de> Deserialize<'de> for JsonLine {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<JsonLine, D::Error> {
+        struct Fields;
+
+        impl<'de> Visitor<'de> for Fields {
+            type Value = JsonLine;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON appender record")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonLine, A::Error> {
+                let [mut ts, mut level, mut target, mut topic, mut msg] =
+                    [None, None, None, None, None];
+                let mut kv = Kv::default();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    let slot = match &*key {
+                        "ts" => &mut ts,
+                        "level" => &mut level,
+                        "target" => &mut target,
+                        "topic" => &mut topic,
+                        "msg" => &mut msg,
+                        "kv" => {
+                            kv = map.next_value()?;
+                            continue;
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    *slot = Some(map.next_value::<String>()?);
+                }
+                let missing = |name| A::Error::missing_field(name);
+                Ok(JsonLine {
+                    ts: ts.ok_or_else(|| missing("ts"))?,
+                    level: level.ok_or_else(|| missing("level"))?,
+                    target: target.ok_or_else(|| missing("target"))?,
+                    topic: topic.ok_or_else(|| missing("topic"))?,
+                    msg: msg.ok_or_else(|| missing("msg"))?,
+                    kv,
+                })
+            }
+        }
+
+        deserializer.deserialize_map(Fields)
+    }
 }
 
 /// The `kv` object in order, duplicates kept, as the appender wrote it
