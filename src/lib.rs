@@ -174,6 +174,7 @@ mod clock;
 mod directive;
 mod error;
 mod fork;
+pub mod guide;
 mod init;
 mod journal;
 mod log_backend;
@@ -190,7 +191,10 @@ mod thread_role;
 mod topic;
 mod worker;
 
-/// The appender side, re-exported from `logbus-appenders`.
+/// The appender side, re-exported from `logbus-appenders`; inlined, so its
+/// pages (`Console`, `FileAppender`, `JsonAppender`, `Layout`, ...) are
+/// part of logbus's documentation.
+#[doc(inline)]
 pub use logbus_appenders as appenders;
 
 pub use crate::{
