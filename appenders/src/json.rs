@@ -8,7 +8,7 @@ use crate::destination::file::error::FileErrorKind;
 use crate::destination::stream::Stream;
 use crate::destination::Destination;
 use crate::file::FileAppenderBuilder;
-use crate::format::JsonFormat;
+use crate::format::{JsonFormat, JsonSchema};
 use crate::render::Pipeline;
 
 /// The detail of the error [`JsonAppender::file`] returns for a builder
@@ -79,6 +79,52 @@ impl JsonAppender {
         JsonAppender::on(Stream::new("stdout", Box::new(io::stdout()), false))
     }
 
+    /// Writes to the process's stderr (whole lines, one write per call),
+    /// where a container's log collector reads as it reads stdout, and
+    /// where a program whose stdout is its output logs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use logbus_appenders::{JsonAppender, JsonSchema};
+    ///
+    /// let json = JsonAppender::stderr().schema(JsonSchema::google_cloud().build()?);
+    /// # drop(json);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn stderr() -> JsonAppender {
+        JsonAppender::on(Stream::new("stderr", Box::new(io::stderr()), false))
+    }
+
+    /// Lays each record's object out as `schema` says (field names,
+    /// nesting, key-values spread or under a key, constants, level and
+    /// timestamp formats) instead of the default object above.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use logbus_appenders::{Appender, JsonAppender, JsonSchema, Level, Record, Topic};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("app.ndjson");
+    /// let file = logbus_appenders::FileAppender::builder(&path);
+    /// let mut json = JsonAppender::file(file)?.schema(JsonSchema::ecs().build()?);
+    /// json.append(&Record::builder(Topic::new(Level::Warn, "app::db")).message("slow").build())?;
+    /// json.flush()?;
+    ///
+    /// let line: serde_json::Value = serde_json::from_str(std::fs::read_to_string(&path)?.trim_end())?;
+    /// assert_eq!(line["log.level"], "WARN");
+    /// assert_eq!(line["message"], "slow");
+    /// assert_eq!(line["log"]["logger"], "app::db");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn schema(mut self, schema: JsonSchema) -> JsonAppender {
+        self.pipeline.format = JsonFormat::new(schema);
+        self
+    }
+
     /// Writes to any writer (a pipe, a socket, a test buffer).
     ///
     /// Each call's lines are handed to `writer` before it returns; a writer
@@ -130,7 +176,10 @@ impl JsonAppender {
 
     fn on(destination: impl Destination + 'static) -> JsonAppender {
         JsonAppender {
-            pipeline: Pipeline::new(JsonFormat::new(), Box::new(destination)),
+            pipeline: Pipeline::new(
+                JsonFormat::new(JsonSchema::default()),
+                Box::new(destination),
+            ),
         }
     }
 }

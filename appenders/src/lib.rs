@@ -126,10 +126,16 @@ pub use crate::{
     escape::MultilineMode,
     file::{FileAppender, FileAppenderBuilder},
     format::text::level_color,
+    format::{
+        JsonField, JsonKey, JsonSchema, JsonSchemaBuilder, JsonSchemaError, JsonSchemaErrorKind,
+        LevelFormat, TimestampFormat, ECS_VERSION,
+    },
     json::JsonAppender,
     layout::{Layout, LayoutError, LayoutErrorKind},
     memory::{Memory, MemoryHandle},
-    record::{level_name, Level, Record, RecordBuilder, ThreadInfo, Topic, Value},
+    record::{
+        level_name, Json, JsonValueError, Level, Record, RecordBuilder, ThreadInfo, Topic, Value,
+    },
 };
 
 #[cfg(feature = "syslog")]
