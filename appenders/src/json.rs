@@ -17,8 +17,8 @@ const LAYOUT_CONTRADICTION: &str = "a layout has no effect on a JSON appender";
 
 /// Writes each record as one JSON object on its own line (NDJSON).
 ///
-/// The object, built with serde_json (so always valid JSON, whatever the
-/// message holds, and never more than one line):
+/// The default object, written with serde_json's escaping (so always valid
+/// JSON, whatever the message holds, and never more than one line):
 ///
 /// ```text
 /// {"ts":"2026-11-29T20:25:23.941824Z","level":"INFO","target":"app::http",
@@ -33,8 +33,18 @@ const LAYOUT_CONTRADICTION: &str = "a layout has no effect on a JSON appender";
 /// - `module`, `file`, `line`: `null` when unknown.
 /// - `kv`: the key-values with their types: integers and floats as numbers
 ///   (a non-finite float as `null`), booleans as booleans, strings as
-///   strings, `Value::Null` as `null`. A key given twice appears twice, in
-///   order (valid JSON; most readers keep the last).
+///   strings, `Value::Null` as `null`, a [`Value::Json`](crate::Value::Json)
+///   (a `:serde` value with the `serde` feature) as the array or object it
+///   holds. A key given twice appears twice, in order (valid JSON; most
+///   readers keep the last).
+///
+/// [`schema`](JsonAppender::schema) lays the object out otherwise: fields
+/// renamed, nested, omitted or added, key-values spread, constants, other
+/// level and timestamp formats, and the presets
+/// [`JsonSchema::ecs`], [`JsonSchema::google_cloud`] and
+/// [`JsonSchema::opentelemetry`] (see [`JsonSchema`]). It goes to
+/// [`stdout`](JsonAppender::stdout), [`stderr`](JsonAppender::stderr), any
+/// [`writer`](JsonAppender::writer) or a rolling [`file`](JsonAppender::file).
 ///
 /// The lines of a call are written to the destination (one `write(2)` for
 /// an ordinary batch) before [`append`](crate::Appender::append) or
