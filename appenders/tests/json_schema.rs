@@ -269,6 +269,10 @@ fn timestamp_formats() {
         )
         .field("ms", JsonField::timestamp(TimestampFormat::UNIX_MILLIS))
         .field(
+            "ms_text",
+            JsonField::timestamp(TimestampFormat::UNIX_MILLIS).as_string(),
+        )
+        .field(
             "local",
             JsonField::timestamp(TimestampFormat::RFC3339_LOCAL),
         )
@@ -279,6 +283,7 @@ fn timestamp_formats() {
     assert_eq!(line["ns"], 1_795_983_923_941_824_999u64);
     assert_eq!(line["ns_text"], "1795983923941824999");
     assert_eq!(line["ms"], 1_795_983_923_941u64);
+    assert_eq!(line["ms_text"], "1795983923941");
     // The local form names the same instant, with the machine's offset.
     let local = chrono::DateTime::parse_from_rfc3339(line["local"].as_str().unwrap()).unwrap();
     assert_eq!(local.timestamp_micros(), 1_795_983_923_941_824);

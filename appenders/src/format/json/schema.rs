@@ -104,7 +104,21 @@ impl From<Vec<String>> for JsonKey {
 /// | [`UNIX_MILLIS`](Self::UNIX_MILLIS) | `1795983923941` |
 ///
 /// The RFC 3339 forms have microseconds; a time before 1970 is a negative
-/// number in the unix forms.
+/// number in the unix forms. A member with its own format ignores the
+/// schema's.
+///
+/// # Examples
+///
+/// ```
+/// use logbus_appenders::{JsonField, JsonSchema, TimestampFormat};
+///
+/// let schema = JsonSchema::builder()
+///     .timestamp(TimestampFormat::RFC3339_LOCAL) // "ts", the default member
+///     .field("timeUnixNano", JsonField::timestamp(TimestampFormat::UNIX_NANOS_STRING))
+///     .build()?;
+/// # drop(schema);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TimestampFormat(pub(super) TimestampKind);
 
@@ -144,6 +158,22 @@ impl TimestampFormat {
 /// Google Cloud's `LogSeverity` has no trace: trace is `DEBUG`.
 /// OpenTelemetry's `SeverityNumber` is the first of each range (TRACE 1-4,
 /// DEBUG 5-8, INFO 9-12, WARN 13-16, ERROR 17-20).
+///
+/// # Examples
+///
+/// ```
+/// use logbus_appenders::{JsonField, JsonSchema, LevelFormat};
+///
+/// // OpenTelemetry's pair: the name and the number.
+/// let schema = JsonSchema::builder()
+///     .clear()
+///     .field("SeverityText", JsonField::LEVEL)
+///     .field("SeverityNumber", JsonField::level(LevelFormat::OTEL_NUMBER))
+///     .level(LevelFormat::UPPER)
+///     .build()?;
+/// # drop(schema);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LevelFormat(pub(super) LevelKind);
 

@@ -138,7 +138,7 @@ fn write_field(
     match field.kind {
         FieldKind::Ts(format) => {
             let kind = format.map_or(TimestampKind::Rfc3339Utc, |f| f.0);
-            write_time(kind, record.time(), scratch, out);
+            write_time(kind, record.time(), quoted, scratch, out);
         }
         FieldKind::Level(format) => {
             let kind = format.map_or(LevelKind::Upper, |f| f.0);
@@ -211,14 +211,20 @@ fn write_level(kind: LevelKind, level: log::Level, quoted: bool, out: &mut Vec<u
     string(out, name)
 }
 
-fn write_time(kind: TimestampKind, time: SystemTime, scratch: &mut Scratch, out: &mut Vec<u8>) {
+fn write_time(
+    kind: TimestampKind,
+    time: SystemTime,
+    quoted: bool,
+    scratch: &mut Scratch,
+    out: &mut Vec<u8>,
+) {
     let rfc3339 = match kind {
         TimestampKind::Rfc3339Utc => &mut scratch.utc,
         TimestampKind::Rfc3339Local => &mut scratch.local,
-        TimestampKind::UnixNanos => return integer(out, unix_nanos(time), false),
+        TimestampKind::UnixNanos => return integer(out, unix_nanos(time), quoted),
         TimestampKind::UnixNanosString => return integer(out, unix_nanos(time), true),
         TimestampKind::UnixMillis => {
-            return integer(out, unix_nanos(time).div_euclid(1_000_000), false)
+            return integer(out, unix_nanos(time).div_euclid(1_000_000), quoted)
         }
     };
     scratch.text.clear();
