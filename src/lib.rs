@@ -154,9 +154,12 @@
 //!   TCP (octet-counted) and Unix sockets, to rsyslog, syslog-ng and the
 //!   like. Adds `socket2`.
 //! - `syslog-tls`: syslog over TLS (RFC 5425). Adds `rustls` (ring).
-//! - `serde`: `serde::Serialize` for the stats and reports
-//!   ([`BrokerStats`], [`ShutdownReport`], [`ReplayReport`], ...), to ship
-//!   them as JSON. Adds serde's derive macros.
+//! - `serde`: key-values logged with `:serde` kept as JSON
+//!   ([`Value::Json`](crate::Value)) and written as JSON by the JSON
+//!   appender (enables `log`'s `kv_serde`); `serde::Serialize` for the
+//!   stats and reports ([`BrokerStats`], [`ShutdownReport`],
+//!   [`ReplayReport`], ...), to ship them as JSON. Adds serde's derive
+//!   macros.
 //!
 //! # Supported Rust versions
 //!

@@ -120,7 +120,12 @@ struct OwnedValue {
 
 impl<'v> VisitValue<'v> for OwnedValue {
     fn visit_any(&mut self, value: kv::Value<'_>) -> Result<(), kv::Error> {
-        self.value = bounded_text(&value, self.max, &mut self.truncated);
+        // A structured `:serde` value as JSON (feature `serde`; without it
+        // this is `None` and costs nothing), else the value's text.
+        self.value = match produce::structured_value(&value, self.max, &mut self.truncated) {
+            Some(structured) => structured,
+            None => bounded_text(&value, self.max, &mut self.truncated),
+        };
         Ok(())
     }
 

@@ -8,7 +8,7 @@ use crate::destination::file::error::FileErrorKind;
 use crate::destination::stream::Stream;
 use crate::destination::Destination;
 use crate::file::FileAppenderBuilder;
-use crate::format::JsonFormat;
+use crate::format::{JsonFormat, JsonSchema};
 use crate::render::Pipeline;
 
 /// The detail of the error [`JsonAppender::file`] returns for a builder
@@ -17,8 +17,8 @@ const LAYOUT_CONTRADICTION: &str = "a layout has no effect on a JSON appender";
 
 /// Writes each record as one JSON object on its own line (NDJSON).
 ///
-/// The object, built with serde_json (so always valid JSON, whatever the
-/// message holds, and never more than one line):
+/// The default object, written with serde_json's escaping (so always valid
+/// JSON, whatever the message holds, and never more than one line):
 ///
 /// ```text
 /// {"ts":"2026-11-29T20:25:23.941824Z","level":"INFO","target":"app::http",
@@ -33,8 +33,18 @@ const LAYOUT_CONTRADICTION: &str = "a layout has no effect on a JSON appender";
 /// - `module`, `file`, `line`: `null` when unknown.
 /// - `kv`: the key-values with their types: integers and floats as numbers
 ///   (a non-finite float as `null`), booleans as booleans, strings as
-///   strings, `Value::Null` as `null`. A key given twice appears twice, in
-///   order (valid JSON; most readers keep the last).
+///   strings, `Value::Null` as `null`, a [`Value::Json`](crate::Value::Json)
+///   (a `:serde` value with the `serde` feature) as the array or object it
+///   holds. A key given twice appears twice, in order (valid JSON; most
+///   readers keep the last).
+///
+/// [`schema`](JsonAppender::schema) lays the object out otherwise: fields
+/// renamed, nested, omitted or added, key-values spread, constants, other
+/// level and timestamp formats, and the presets
+/// [`JsonSchema::ecs`], [`JsonSchema::google_cloud`] and
+/// [`JsonSchema::opentelemetry`] (see [`JsonSchema`]). It goes to
+/// [`stdout`](JsonAppender::stdout), [`stderr`](JsonAppender::stderr), any
+/// [`writer`](JsonAppender::writer) or a rolling [`file`](JsonAppender::file).
 ///
 /// The lines of a call are written to the destination (one `write(2)` for
 /// an ordinary batch) before [`append`](crate::Appender::append) or
@@ -77,6 +87,52 @@ impl JsonAppender {
     #[must_use]
     pub fn stdout() -> JsonAppender {
         JsonAppender::on(Stream::new("stdout", Box::new(io::stdout()), false))
+    }
+
+    /// Writes to the process's stderr (whole lines, one write per call),
+    /// where a container's log collector reads as it reads stdout, and
+    /// where a program whose stdout is its output logs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use logbus_appenders::{JsonAppender, JsonSchema};
+    ///
+    /// let json = JsonAppender::stderr().schema(JsonSchema::google_cloud().build()?);
+    /// # drop(json);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn stderr() -> JsonAppender {
+        JsonAppender::on(Stream::new("stderr", Box::new(io::stderr()), false))
+    }
+
+    /// Lays each record's object out as `schema` says (field names,
+    /// nesting, key-values spread or under a key, constants, level and
+    /// timestamp formats) instead of the default object above.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use logbus_appenders::{Appender, JsonAppender, JsonSchema, Level, Record, Topic};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("app.ndjson");
+    /// let file = logbus_appenders::FileAppender::builder(&path);
+    /// let mut json = JsonAppender::file(file)?.schema(JsonSchema::ecs().build()?);
+    /// json.append(&Record::builder(Topic::new(Level::Warn, "app::db")).message("slow").build())?;
+    /// json.flush()?;
+    ///
+    /// let line: serde_json::Value = serde_json::from_str(std::fs::read_to_string(&path)?.trim_end())?;
+    /// assert_eq!(line["log.level"], "WARN");
+    /// assert_eq!(line["message"], "slow");
+    /// assert_eq!(line["log"]["logger"], "app::db");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn schema(mut self, schema: JsonSchema) -> JsonAppender {
+        self.pipeline.format = JsonFormat::new(schema);
+        self
     }
 
     /// Writes to any writer (a pipe, a socket, a test buffer).
@@ -130,7 +186,10 @@ impl JsonAppender {
 
     fn on(destination: impl Destination + 'static) -> JsonAppender {
         JsonAppender {
-            pipeline: Pipeline::new(JsonFormat::new(), Box::new(destination)),
+            pipeline: Pipeline::new(
+                JsonFormat::new(JsonSchema::default()),
+                Box::new(destination),
+            ),
         }
     }
 }

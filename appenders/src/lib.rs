@@ -27,7 +27,7 @@
 //! |---|---|---|
 //! | [`Console`] | laid-out lines to stderr (default), stdout, or split by level; colours on a terminal | [`Console::builder`] |
 //! | [`FileAppender`] | laid-out lines to a file, rotated by size and/or time | [`FileAppender::builder`] |
-//! | [`JsonAppender`] | one JSON object per line, to stdout, a writer, or a rotated file | [`JsonAppender::stdout`], [`JsonAppender::file`] |
+//! | [`JsonAppender`] | one JSON object per line, to stdout, stderr, a writer, or a rotated file; laid out by a [`JsonSchema`] (ECS, Google Cloud, OpenTelemetry presets) | [`JsonAppender::stdout`], [`JsonAppender::stderr`], [`JsonAppender::file`], [`JsonAppender::schema`] |
 //! | [`Memory`] | nothing: captures records for tests | [`Memory::new`] |
 //! | `Syslog` (feature `syslog`) | RFC 5424 (or 3164) messages over UDP, TCP, TLS (`syslog-tls`) or Unix sockets | `Syslog::udp`, `Syslog::tcp`, `Syslog::tls`, `Syslog::unix`, `Syslog::unix_stream` |
 //!
@@ -81,6 +81,19 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! For a log stack, a [`JsonSchema`] names, nests and formats the fields as
+//! it expects; on a container's stderr for Google Cloud Logging:
+//!
+//! ```
+//! use logbus_appenders::{JsonAppender, JsonSchema};
+//!
+//! let json = JsonAppender::stderr().schema(JsonSchema::google_cloud().build()?);
+//! // Elastic: JsonSchema::ecs().constant("service.name", "shop").build()?
+//! // OpenTelemetry's log data model: JsonSchema::opentelemetry().build()?
+//! # drop(json);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! ## Syslog
 //!
 //! With the `syslog` feature: a syslog format (RFC 5424 by default) × a
@@ -94,6 +107,16 @@
 //! - `syslog`: `Syslog` and its formats and transports (pulls in `socket2`).
 //! - `syslog-tls`: `Syslog::tls`, RFC 5425 (pulls in `rustls` with the
 //!   `ring` provider).
+//! - `serde`: a `log` key-value captured with `:serde`
+//!   (`log::info!(ids:serde = vec![1, 2]; "..")`) that is structured (a
+//!   sequence, a map, a struct) becomes [`Value::Json`], serialised on the
+//!   caller's thread within the record's size bound (past it, the text is
+//!   cut and marked, and the record counted as truncated); the JSON format
+//!   writes it as JSON, text layouts and syslog as compact JSON text.
+//!   Primitives keep their types, and `:?`/`:%` values stay text. Enables
+//!   `log`'s `kv_serde` (value-bag's serde support). Redaction replaces a
+//!   configured key's whole value; keys inside a JSON value are not looked
+//!   at.
 
 #![forbid(unsafe_code)]
 
@@ -126,10 +149,16 @@ pub use crate::{
     escape::MultilineMode,
     file::{FileAppender, FileAppenderBuilder},
     format::text::level_color,
+    format::{
+        JsonField, JsonKey, JsonSchema, JsonSchemaBuilder, JsonSchemaError, JsonSchemaErrorKind,
+        LevelFormat, TimestampFormat, ECS_VERSION,
+    },
     json::JsonAppender,
     layout::{Layout, LayoutError, LayoutErrorKind},
     memory::{Memory, MemoryHandle},
-    record::{level_name, Level, Record, RecordBuilder, ThreadInfo, Topic, Value},
+    record::{
+        level_name, Json, JsonValueError, Level, Record, RecordBuilder, ThreadInfo, Topic, Value,
+    },
 };
 
 #[cfg(feature = "syslog")]

@@ -160,6 +160,11 @@ pub enum Value {
     Bool(bool),
     /// A unit / none value.
     Null,
+    /// A structured value (an array, an object, ...) as compact JSON text:
+    /// what a `log` key-value captured with `:serde` becomes with the
+    /// `serde` feature. The JSON appender writes it as JSON; text layouts
+    /// and syslog write its text.
+    Json(Json),
 }
 
 impl fmt::Display for Value {
@@ -171,7 +176,156 @@ impl fmt::Display for Value {
             Value::F64(v) => write!(f, "{v}"),
             Value::Bool(v) => write!(f, "{v}"),
             Value::Null => f.write_str("null"),
+            Value::Json(json) => f.write_str(json.as_str()),
         }
+    }
+}
+
+impl From<Json> for Value {
+    fn from(json: Json) -> Value {
+        Value::Json(json)
+    }
+}
+
+/// Valid, compact JSON text (no whitespace between tokens, so never more
+/// than one line), the payload of [`Value::Json`].
+///
+/// It can only be made valid: by [`Json::parse`], which checks and
+/// compacts, or by [`Json::from_serialize`], which serialises with
+/// serde_json; so an appender can write it into a JSON document as it is.
+///
+/// # Examples
+///
+/// ```
+/// use logbus_appenders::{Json, Value};
+///
+/// let json = Json::parse("[1, 2, {\"a\": \"b c\"}]")?;
+/// assert_eq!(json.as_str(), r#"[1,2,{"a":"b c"}]"#);
+/// assert_eq!(Value::from(json).to_string(), r#"[1,2,{"a":"b c"}]"#);
+///
+/// let err = Json::parse("[1, 2").unwrap_err();
+/// assert_eq!((err.line(), err.column()), (1, 5));
+/// assert_eq!(err.to_string(), "invalid JSON at line 1, column 5");
+///
+/// let from_vec = Json::from_serialize(&vec![1, 2, 3])?;
+/// assert_eq!(from_vec.as_str(), "[1,2,3]");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Json(Box<str>);
+
+impl Json {
+    /// Checks that `text` is one JSON value and keeps it without the
+    /// whitespace between tokens.
+    ///
+    /// # Errors
+    ///
+    /// [`JsonValueError`] with the line and column where `text` stops being
+    /// JSON (nothing, trailing text, a syntax error).
+    pub fn parse(text: &str) -> Result<Json, JsonValueError> {
+        match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            Ok(_) => Ok(Json(compact(text).into_boxed_str())),
+            Err(error) => Err(JsonValueError { error }),
+        }
+    }
+
+    /// Serialises `value` with serde_json (compact).
+    ///
+    /// # Errors
+    ///
+    /// [`JsonValueError`] when `value` cannot be written as JSON: its
+    /// `Serialize` implementation failed, or a map has keys that are not
+    /// strings. `line` and `column` are then 0.
+    pub fn from_serialize<T: serde::Serialize + ?Sized>(value: &T) -> Result<Json, JsonValueError> {
+        serde_json::to_string(value)
+            .map(|text| Json(text.into_boxed_str()))
+            .map_err(|error| JsonValueError { error })
+    }
+
+    /// Text that serde_json wrote, hence valid and compact (the producer's
+    /// capture).
+    #[cfg(feature = "serde")]
+    pub(crate) fn from_serializer_output(text: String) -> Json {
+        Json(text.into_boxed_str())
+    }
+
+    /// The JSON text.
+    #[must_use]
+    #[inline]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Json {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// `text`, valid JSON, without the whitespace outside strings.
+fn compact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
+            in_string = c == '"';
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Why [`Json::parse`] or [`Json::from_serialize`] refused its input.
+#[derive(Debug)]
+pub struct JsonValueError {
+    error: serde_json::Error,
+}
+
+impl JsonValueError {
+    /// The line (from 1) where the text stops being JSON; 0 for a value
+    /// that could not be serialised.
+    #[must_use]
+    pub fn line(&self) -> usize {
+        self.error.line()
+    }
+
+    /// The column (from 1) where the text stops being JSON; 0 for a value
+    /// that could not be serialised.
+    #[must_use]
+    pub fn column(&self) -> usize {
+        self.error.column()
+    }
+}
+
+impl fmt::Display for JsonValueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.error.line() == 0 {
+            f.write_str("value cannot be written as JSON")
+        } else {
+            write!(
+                f,
+                "invalid JSON at line {}, column {}",
+                self.error.line(),
+                self.error.column()
+            )
+        }
+    }
+}
+
+impl std::error::Error for JsonValueError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
     }
 }
 
@@ -405,6 +559,7 @@ impl Record {
                 k.len()
                     + match v {
                         Value::Str(s) => s.len(),
+                        Value::Json(json) => json.as_str().len(),
                         _ => 8,
                     }
             })

@@ -1,35 +1,48 @@
-//! `JsonFormat`: a record as one JSON object, built with serde_json, so it
-//! is always valid JSON whatever the record holds, and never spans lines.
+//! `JsonFormat`: a record as one JSON object, laid out by a [`JsonSchema`]
+//! (`json/schema.rs`; the presets in `json/presets.rs`) and written by
+//! `json/write.rs` with serde_json's escaping, so it is always valid JSON
+//! whatever the record holds, and never spans lines.
 
-use std::borrow::Cow;
-
-use serde::ser::{Serialize, SerializeMap, Serializer};
+mod error;
+mod presets;
+mod schema;
+mod write;
 
 use crate::appender::{AppendError, Operation};
-use crate::layout::{Timestamp, Zone, DEFAULT_UTC_FORMAT};
-use crate::record::{Record, Value};
+use crate::layout::{Timestamp, Zone, DEFAULT_LOCAL_FORMAT, DEFAULT_UTC_FORMAT};
+use crate::record::Record;
 
 use super::{Format, Style};
 
-/// The JSON object of a record; the fields are documented on
+pub use self::error::{JsonSchemaError, JsonSchemaErrorKind};
+pub use self::presets::ECS_VERSION;
+pub use self::schema::{
+    JsonField, JsonKey, JsonSchema, JsonSchemaBuilder, LevelFormat, TimestampFormat,
+};
+
+/// The JSON object of a record; the default one is documented on
 /// [`JsonAppender`](crate::JsonAppender).
 #[derive(Debug)]
 pub(crate) struct JsonFormat {
-    ts: Timestamp,
-    /// The timestamp of the record at hand, reused across records.
-    ts_text: Vec<u8>,
+    schema: JsonSchema,
+    scratch: write::Scratch,
 }
 
 impl JsonFormat {
-    pub(crate) fn new() -> JsonFormat {
-        let ts = match Timestamp::new(Zone::Utc, DEFAULT_UTC_FORMAT) {
+    pub(crate) fn new(schema: JsonSchema) -> JsonFormat {
+        let timestamp = |zone, format| match Timestamp::new(zone, format) {
             Ok(ts) => ts,
-            // A constant format, checked by the layout tests.
-            Err(()) => unreachable!("the default timestamp format parses"),
+            // Constant formats, checked by the layout tests.
+            Err(()) => unreachable!("the RFC 3339 timestamp formats parse"),
         };
         JsonFormat {
-            ts,
-            ts_text: Vec::with_capacity(32),
+            schema,
+            scratch: write::Scratch {
+                utc: timestamp(Zone::Utc, DEFAULT_UTC_FORMAT),
+                local: timestamp(Zone::Local, DEFAULT_LOCAL_FORMAT),
+                text: Vec::with_capacity(40),
+                key: String::new(),
+            },
         }
     }
 }
@@ -42,111 +55,19 @@ impl Format for JsonFormat {
         _style: Style,
         out: &mut Vec<u8>,
     ) -> Result<(), AppendError> {
-        self.ts_text.clear();
-        self.ts.render(record.time(), &mut self.ts_text);
-        // The timestamp renders ASCII digits and punctuation.
-        let ts = std::str::from_utf8(&self.ts_text).unwrap_or("");
-        render(record, ts, out).map_err(|e| AppendError::from_source(Operation::Format, e))
-    }
-}
-
-/// Appends `record` as one JSON object (no line terminator) to `out`;
-/// on error `out` is as it was.
-fn render(record: &Record, ts: &str, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-    let thread = record.thread();
-    let line = Line {
-        ts,
-        level: record.level().as_str(),
-        target: record.target(),
-        topic: record.topic().as_str(),
-        seq: record.seq(),
-        msg: record.message(),
-        thread: match thread.name {
-            Some(name) => Cow::Borrowed(name),
-            None => Cow::Owned(thread.id.to_string()),
-        },
-        thread_id: thread.id,
-        module: record.module_path(),
-        file: record.file(),
-        line: record.line(),
-        kv: Kv(record.key_values()),
-    };
-    let start = out.len();
-    let result = serde_json::to_writer(&mut *out, &line);
-    if result.is_err() {
-        out.truncate(start);
-    }
-    result
-}
-
-/// The object's fields, in the order written (serialised by hand: the
-/// default build needs no derive macros).
-struct Line<'a> {
-    ts: &'a str,
-    level: &'a str,
-    target: &'a str,
-    topic: &'a str,
-    seq: u64,
-    msg: &'a str,
-    thread: Cow<'a, str>,
-    thread_id: u64,
-    module: Option<&'a str>,
-    file: Option<&'a str>,
-    line: Option<u32>,
-    kv: Kv<'a>,
-}
-
-impl Serialize for Line<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(12))?;
-        map.serialize_entry("ts", self.ts)?;
-        map.serialize_entry("level", self.level)?;
-        map.serialize_entry("target", self.target)?;
-        map.serialize_entry("topic", self.topic)?;
-        map.serialize_entry("seq", &self.seq)?;
-        map.serialize_entry("msg", self.msg)?;
-        map.serialize_entry("thread", &self.thread)?;
-        map.serialize_entry("thread_id", &self.thread_id)?;
-        map.serialize_entry("module", &self.module)?;
-        map.serialize_entry("file", &self.file)?;
-        map.serialize_entry("line", &self.line)?;
-        map.serialize_entry("kv", &self.kv)?;
-        map.end()
-    }
-}
-
-struct Kv<'a>(&'a [(Cow<'static, str>, Value)]);
-
-impl Serialize for Kv<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (key, value) in self.0 {
-            map.serialize_entry(key, &JsonValue(value))?;
-        }
-        map.end()
-    }
-}
-
-struct JsonValue<'a>(&'a Value);
-
-impl Serialize for JsonValue<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            Value::Str(s) => serializer.serialize_str(s),
-            Value::I64(v) => serializer.serialize_i64(*v),
-            Value::U64(v) => serializer.serialize_u64(*v),
-            // serde_json writes a non-finite float as `null`.
-            Value::F64(v) => serializer.serialize_f64(*v),
-            Value::Bool(v) => serializer.serialize_bool(*v),
-            Value::Null => serializer.serialize_unit(),
-        }
+        let start = out.len();
+        write::object(&self.schema, record, &mut self.scratch, out).map_err(|e| {
+            // On error `out` is as it was.
+            out.truncate(start);
+            AppendError::from_source(Operation::Format, e)
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Level, ThreadInfo, Topic};
+    use crate::record::{Level, ThreadInfo, Topic, Value};
     use std::time::{Duration, SystemTime};
 
     #[test]
@@ -171,7 +92,7 @@ mod tests {
             .kv("peer", "10.0.0.1")
             .build();
         let mut out = Vec::new();
-        JsonFormat::new()
+        JsonFormat::new(JsonSchema::default())
             .render(&record, Style::default(), &mut out)
             .unwrap();
         assert_eq!(
@@ -192,7 +113,9 @@ mod tests {
             .thread(ThreadInfo { id: 9, name: None })
             .build();
         let mut out = Vec::new();
-        render(&record, "T", &mut out).unwrap();
+        JsonFormat::new(JsonSchema::default())
+            .render(&record, Style::default(), &mut out)
+            .unwrap();
         let value: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(value["thread"], "9");
         assert_eq!(value["thread_id"], 9);

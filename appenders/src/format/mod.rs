@@ -4,7 +4,7 @@
 //! without framing (no line terminator, no length prefix): the destination
 //! chooses the framing (see [`crate::destination::Framing`]). There are
 //! three: [`TextFormat`] (a [`Layout`](crate::Layout), escaping, optional
-//! level colour), [`JsonFormat`] (one JSON object) and, with the `syslog`
+//! level colour), [`JsonFormat`] (one JSON object, laid out by a [`JsonSchema`]) and, with the `syslog`
 //! feature, `syslog::SyslogFormatter` (RFC 5424 or RFC 3164).
 
 mod json;
@@ -16,6 +16,10 @@ use crate::appender::AppendError;
 use crate::record::Record;
 
 pub(crate) use self::json::JsonFormat;
+pub use self::json::{
+    JsonField, JsonKey, JsonSchema, JsonSchemaBuilder, JsonSchemaError, JsonSchemaErrorKind,
+    LevelFormat, TimestampFormat, ECS_VERSION,
+};
 pub(crate) use self::text::TextFormat;
 
 /// What the destination lets a format use for the record at hand.

@@ -13,7 +13,7 @@ use crate::escape::{escape_into, MultilineMode};
 use crate::record::{Record, Value};
 
 use self::parser::{Align, Field, Piece, Width};
-pub(crate) use self::timestamp::{Timestamp, Zone, DEFAULT_UTC_FORMAT};
+pub(crate) use self::timestamp::{Timestamp, Zone, DEFAULT_LOCAL_FORMAT, DEFAULT_UTC_FORMAT};
 
 /// The pattern of [`Layout::default`].
 pub(crate) const DEFAULT_PATTERN: &str = "{ts} {level:>5} {target}: {msg}{kv}";
@@ -220,6 +220,9 @@ fn render_kv(record: &Record, out: &mut Vec<u8>, multiline: MultilineMode) {
         // Writing into a `Vec<u8>` cannot fail.
         match value {
             Value::Str(s) => escape_into(s, out, multiline),
+            // Compact JSON has no raw control characters; escaped all the
+            // same, as every text output is.
+            Value::Json(json) => escape_into(json.as_str(), out, MultilineMode::Escape),
             other => {
                 let _ = write!(out, "{other}");
             }

@@ -106,8 +106,10 @@ pub fn held_bytes(record: &Record) -> usize {
     bytes += alloc(record.kv.capacity() * std::mem::size_of::<(Cow<'static, str>, Value)>());
     for (key, value) in &record.kv {
         bytes += cow(key);
-        if let Value::Str(text) = value {
-            bytes += cow(text);
+        match value {
+            Value::Str(text) => bytes += cow(text),
+            Value::Json(json) => bytes += alloc(json.as_str().len()),
+            _ => {}
         }
     }
     bytes
@@ -165,6 +167,42 @@ pub fn key_values_mut(record: &mut Record) -> &mut [(Cow<'static, str>, Value)] 
 pub fn push_kv(record: &mut Record, key: Cow<'static, str>, value: Value) {
     record.kv.push((key, value));
 }
+
+/// A `log` key-value's value that the `log` crate hands a visitor's
+/// `visit_any` (neither a primitive nor a string), as logbus keeps it: with
+/// the `serde` feature, a value captured with `:serde` that is structured
+/// (a sequence, a map, a struct, an enum variant with data, ...) becomes
+/// [`Value::Json`], serialised here, on the caller's thread, within `max`
+/// bytes of JSON text. A value whose JSON is longer is cut at `max` (at a
+/// UTF-8 boundary, serialisation stopped at the next write), kept as a
+/// [`Value::Str`] marked `…[truncated N+ bytes]` (truncated JSON is not
+/// JSON), and `truncated` is set, so the caller counts it. A structured
+/// value whose JSON is a scalar (a newtype around a number, a unit variant)
+/// keeps that scalar's type.
+///
+/// `None` for everything else (a `Debug`, `Display` or error value, which
+/// the caller formats as text as before), and always without the `serde`
+/// feature, where this costs nothing.
+#[inline]
+#[must_use]
+pub fn structured_value(
+    value: &log::kv::Value<'_>,
+    max: usize,
+    truncated: &mut bool,
+) -> Option<Value> {
+    #[cfg(feature = "serde")]
+    {
+        capture::structured_value(value, max, truncated)
+    }
+    #[cfg(not(feature = "serde"))]
+    {
+        let _ = (value, max, truncated);
+        None
+    }
+}
+
+#[cfg(feature = "serde")]
+mod capture;
 
 #[cfg(test)]
 mod tests {

@@ -43,6 +43,7 @@ pub(super) fn render(
         out.push(b'=');
         match value {
             Value::Str(s) => push_text(out, s, safety),
+            Value::Json(json) => push_text(out, json.as_str(), safety),
             // Writing into a `Vec<u8>` cannot fail.
             other => {
                 let _ = write!(out, "{other}");

@@ -75,6 +75,8 @@ fn structured_data(
         out.extend_from_slice(b"=\"");
         match value {
             Value::Str(s) => push_param_value(out, s, safety),
+            // JSON text has `"` and may have `\` or `]`: escaped as text.
+            Value::Json(json) => push_param_value(out, json.as_str(), safety),
             // Numbers, booleans and null print no `"`, `\` or `]`.
             // Writing into a `Vec<u8>` cannot fail.
             other => {
