@@ -7,7 +7,7 @@ mod common;
 use std::fs;
 
 use common::{at, msg_builder, names, numbered, read_in, set_modified, temp_log, ManualClock};
-use logbus_appenders::{Appender, FileAppender, JsonAppender, Naming, Rotation};
+use logbus_appenders::{Appender, FileAppender, JsonAppender, Naming, Operation, Rotation};
 
 fn dated(path: &std::path::Path, rotation: Rotation, clock: &ManualClock) -> FileAppender {
     msg_builder(path)
@@ -191,6 +191,37 @@ fn what_sits_at_a_dated_name_is_stepped_over_never_replaced_or_followed() {
             .file_type()
             .is_symlink()
     );
+}
+
+#[test]
+fn counters_at_the_end_of_their_range_fail_the_rotation_without_a_panic() {
+    let (dir, path) = temp_log();
+    let last = usize::MAX - 1;
+    fs::write(
+        dir.path().join(format!("app.log.2026-12-01.{last}")),
+        "planted\n",
+    )
+    .unwrap();
+    let clock = ManualClock::at(at("2026-12-01T12:00:00Z"));
+    let mut appender = msg_builder(&path)
+        .rotate_every(Rotation::DAILY)
+        .naming(Naming::DATED)
+        .max_bytes(10)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    appender.append(&numbered(0)).unwrap();
+    // The one name left is taken...
+    appender.append(&numbered(1)).unwrap();
+    assert!(dir
+        .path()
+        .join(format!("app.log.2026-12-01.{}", usize::MAX))
+        .exists());
+    // ...so the next rotation is an error, reported for the record.
+    let err = appender.append(&numbered(2)).unwrap_err();
+    assert_eq!(err.operation(), Operation::Rotate);
+    assert!(err.to_string().contains("no free name"), "{err}");
+    assert_eq!(fs::read_to_string(&path).unwrap(), "record 1\n");
 }
 
 #[test]

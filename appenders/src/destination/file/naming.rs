@@ -181,13 +181,15 @@ pub(crate) enum Look {
     Metadata,
 }
 
-/// A canonical positive number: digits without a leading zero.
+/// A canonical positive number: digits without a leading zero, below
+/// `usize::MAX` (so the next one can always be named).
 fn parse_number(digits: &[u8]) -> Option<usize> {
     let canonical =
         !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) && digits[0] != b'0';
     canonical
         .then(|| std::str::from_utf8(digits).ok()?.parse().ok())
         .flatten()
+        .filter(|&n| n < usize::MAX)
 }
 
 /// `2026-12-01`, `2026-12-01T13`, either followed by `.<counter>`.

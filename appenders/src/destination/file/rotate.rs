@@ -143,7 +143,7 @@ fn dated_stamp(period: Period, start: NaiveDateTime, present: &[Rotated]) -> Sta
                 period: p,
                 start: s,
                 counter,
-            } if p == period && s == start => Some(counter + 1),
+            } if p == period && s == start => Some(counter.saturating_add(1)),
             _ => None,
         })
         .max()
@@ -215,7 +215,7 @@ impl RollingFile {
         }
         for r in &shifted {
             let from = rotated_path(path, &r.stamp, r.gz);
-            let to = rotated_path(path, &Stamp::Index(index(r) + 1), r.gz);
+            let to = rotated_path(path, &Stamp::Index(index(r).saturating_add(1)), r.gz);
             ignore_missing(fs::rename(&from, to)).map_err(|e| rotate_error(e, &from))?;
         }
         let first = rotated_path(path, &Stamp::Index(1), false);
@@ -249,8 +249,15 @@ impl RollingFile {
                 ignore_missing(fs::rename(path, &target)).map_err(|e| rotate_error(e, path))?;
                 return Ok(target);
             }
-            if let Stamp::Dated { counter, .. } = &mut stamp {
-                *counter += 1;
+            let next = match &mut stamp {
+                Stamp::Dated { counter, .. } => counter.checked_add(1).map(|n| *counter = n),
+                Stamp::Index(_) => None,
+            };
+            if next.is_none() {
+                return Err(AppendError::new(
+                    Operation::Rotate,
+                    format!("{}: no free name for the rotated file", path.display()),
+                ));
             }
         }
     }

@@ -207,7 +207,7 @@ fn period_end<Tz: chrono::TimeZone>(tz: &Tz, period: Period, start: NaiveDateTim
 fn next_boundary<Tz: chrono::TimeZone>(tz: &Tz, period: Period, now: i64) -> Option<i64> {
     let end = period_end(tz, period, period_of(tz, period, now)?)?;
     // Always forward, whatever a zone's rules say.
-    Some(end.max(now + 1))
+    Some(end.max(now.saturating_add(1)))
 }
 
 #[cfg(test)]
