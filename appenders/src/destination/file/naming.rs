@@ -39,6 +39,10 @@ use super::zone::Period;
 /// and the names sort as the files were written. Compressed files end in
 /// `.gz` after all of it (`app.log.2026-12-01.1.gz`).
 ///
+/// Rotation and retention only know the names of the naming in use: files
+/// named the other way (by an earlier configuration) are left alone, and
+/// count toward no limit.
+///
 /// The live file keeps its plain name (`app.log`) rather than being written
 /// under its dated name: `tail -F app.log` and `logbus tail -F app.log`
 /// follow one path, other tools find the log where it was configured, and
