@@ -24,7 +24,7 @@ use std::thread;
 use std::time::{Duration, SystemTime};
 
 use log::Level;
-use logbus::appenders::{Clock, FileAppender, JsonAppender, Rotation};
+use logbus::appenders::{Clock, FileAppender, JsonAppender, Naming, Rotation};
 use logbus::{Broker, OverflowPolicy, Subscription, TopicPattern};
 
 /// Only a safety net against a hang: a healthy run never gets near it.
@@ -49,7 +49,8 @@ impl Clock for ManualClock {
 
 /// A broker writing every record to `app.json` (the JSON appender) and to
 /// `app.log` (the file appender, default layout), both rotated hourly by
-/// the same manual clock and keeping 5 rotated files.
+/// the same manual clock and keeping 5 rotated files (numbered, or with
+/// [`Logs::dated`] named by their hour).
 struct Logs {
     dir: tempfile::TempDir,
     broker: Broker,
@@ -58,11 +59,20 @@ struct Logs {
 
 impl Logs {
     fn new() -> Logs {
+        Logs::named(Naming::NUMBERED)
+    }
+
+    fn dated() -> Logs {
+        Logs::named(Naming::DATED)
+    }
+
+    fn named(naming: Naming) -> Logs {
         let dir = tempfile::tempdir().unwrap();
         let clock = ManualClock(Arc::new(AtomicU64::new(START)));
         let file = |name: &str| {
             FileAppender::builder(dir.path().join(name))
                 .rotate_every(Rotation::HOURLY)
+                .naming(naming)
                 .keep(5)
                 .clock(clock.clone())
         };
@@ -113,10 +123,18 @@ impl Logs {
     /// The text appender's line for the record whose message is `msg`,
     /// from the live or a rotated text file.
     fn text_line(&self, msg: &str) -> String {
-        let mut files = vec![self.text()];
-        files.extend((1..=5).map(|n| self.dir.path().join(format!("app.log.{n}"))));
+        // The live file and the rotated ones, whatever their names.
+        let files = fs::read_dir(self.dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .starts_with("app.log")
+            });
         files
-            .iter()
             .filter_map(|f| fs::read_to_string(f).ok())
             .flat_map(|text| text.lines().map(str::to_owned).collect::<Vec<_>>())
             .find(|line| line.ends_with(&format!(": {msg}")))
@@ -630,6 +648,40 @@ fn follow_reads_two_rotations_between_two_reads_oldest_first_once() {
     follower.resume();
     follower.expect(&logs.text_lines(&["i", "j", "k"]));
     follower.expect(&infos(&logs, &["l"]));
+}
+
+#[test]
+fn follow_reads_dated_rotations_between_two_reads_oldest_first_once() {
+    let logs = Logs::dated();
+    infos(&logs, &["a", "b"]);
+    let follower = Follower::spawn(&["-n", "1"], &logs.json());
+    follower.expect(&logs.text_lines(&["b"]));
+
+    follower.pause();
+    logs.info("c"); // the end of the file the follower has open
+    logs.next_hour();
+    logs.info("d"); // a whole rotated file it never sees
+    logs.next_hour();
+    logs.info("e"); // the live file
+    let hour = |h: &str| logs.dir.path().join(format!("app.json.2026-11-29T{h}"));
+    let json = fs::read_to_string(hour("00")).unwrap();
+    assert!(json.contains(r#""msg":"c""#) && !json.contains(r#""msg":"d""#));
+    assert!(fs::read_to_string(hour("01"))
+        .unwrap()
+        .contains(r#""msg":"d""#));
+    follower.resume();
+
+    follower.expect(&logs.text_lines(&["c", "d", "e"]));
+    follower.expect(&infos(&logs, &["f"]));
+    // Three rotations while stopped.
+    follower.pause();
+    for msg in ["g", "h", "i"] {
+        logs.next_hour();
+        logs.info(msg);
+    }
+    follower.resume();
+    follower.expect(&logs.text_lines(&["g", "h", "i"]));
+    follower.expect(&infos(&logs, &["j"]));
 }
 
 #[test]

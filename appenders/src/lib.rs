@@ -144,7 +144,9 @@ pub use crate::{
     console::{color_choice, ColorMode, Console, ConsoleBuilder, ConsoleTarget},
     destination::file::{
         error::{FileError, FileErrorKind},
+        naming::Naming,
         policy::{Clock, Compression, Rotation, SystemClock},
+        zone::TimeZone,
     },
     escape::MultilineMode,
     file::{FileAppender, FileAppenderBuilder},

@@ -135,3 +135,36 @@ impl Clock for ManualClock {
         SystemTime::UNIX_EPOCH + Duration::from_secs(self.0.load(Ordering::Relaxed))
     }
 }
+
+/// The names in `dir`, sorted.
+pub fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Unix seconds of an RFC 3339 time (`2026-12-01T00:00:00Z`).
+pub fn at(text: &str) -> u64 {
+    let secs = chrono::DateTime::parse_from_rfc3339(text)
+        .unwrap()
+        .timestamp();
+    u64::try_from(secs).unwrap()
+}
+
+/// Sets the modification time of the file at `path` to `secs` (unix).
+pub fn set_modified(path: &Path, secs: u64) {
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+        .unwrap();
+}
+
+/// The text of the file `name` in `dir`.
+pub fn read_in(dir: &Path, name: &str) -> String {
+    fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}

@@ -30,7 +30,8 @@ options:
   -n, --lines N        start from the last N kept records
                        (default: the whole file; 10 with --follow)
   -F, --follow         keep reading as FILE grows, across rotations
-                       (FILE -> FILE.1 -> FILE.2 ...), like tail -F
+                       (FILE -> FILE.1 -> FILE.2 ..., or FILE -> FILE.<date>),
+                       like tail -F
       --json           print JSON records as they are, not as text
       --color WHEN     colour the level: auto (default), always, never
   -h, --help           print this help

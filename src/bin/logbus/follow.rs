@@ -2,7 +2,9 @@
 //! way `tail -F` does.
 //!
 //! logbus' file appender rotates by renaming `app.log` to `app.log.1`
-//! (after shifting `.1` to `.2`, and so on) and opening a new `app.log`
+//! (after shifting `.1` to `.2`, and so on), or with dated names to
+//! `app.log.2026-12-01` (`app.log.2026-12-01T13` hourly, `.1`, `.2` after
+//! it for more files of one period), and opening a new `app.log`
 //! (`appenders/src/destination/file/rotate.rs`). A [`Follower`] keeps the
 //! file it reads open and knows it by its identity (device and inode).
 //! When the path names another file, the open handle is read to its end
@@ -10,11 +12,11 @@
 //! rotated files newer than it that were never read (several rotations
 //! between two looks), oldest first, then the new live file from its
 //! start. The held handle is what makes this exact: while it is open its
-//! inode cannot be reused, so finding it among `app.log.N` tells which of
-//! them are newer. When it is no longer among them (retention deleted it,
-//! or compression replaced it by `app.log.N.gz`), the rotated files
-//! modified since it was last written are read instead. Compressed
-//! `.gz` files are skipped.
+//! inode cannot be reused, so finding it among the rotated files (listed
+//! newest first by their names) tells which of them are newer. When it is
+//! no longer among them (retention deleted it, or compression replaced it
+//! by `app.log.N.gz`), the rotated files modified since it was last
+//! written are read instead. Compressed `.gz` files are skipped.
 //!
 //! A file that shrinks below the offset read so far was truncated
 //! (`copytruncate`): it is read again from its start. A last line without
@@ -24,6 +26,7 @@
 //! The identity comes from `std::os::unix`; elsewhere every file has the
 //! same identity, so only growth and truncation are followed.
 
+use std::cmp::Reverse;
 use std::fmt;
 use std::fs::{self, File, Metadata};
 use std::io::{self, Read, Seek, SeekFrom};
@@ -223,7 +226,7 @@ impl Follower {
     fn rotated_between(&self, next: &Source) -> Result<Vec<Source>, TailError> {
         let rotated =
             rotated_files(&self.path).map_err(|e| TailError::Read(self.path.clone(), e))?;
-        // Newest first: app.log.1, app.log.2, ...
+        // Newest first: app.log.1, app.log.2, ... (or the latest date first).
         let mut opened: Vec<Source> = Vec::new();
         for path in rotated {
             let source = match File::open(&path) {
@@ -262,8 +265,59 @@ impl Follower {
     }
 }
 
-/// The rotated files of `path` (`app.log.1`, `app.log.2`, ...; not the
-/// compressed `.gz` ones), in the order of their number.
+/// What a rotated file's name says after `app.log.`, ordered newest
+/// first: dated names (`2026-12-01`, `2026-12-01T13`, then `.<counter>`),
+/// latest period and counter first, then numbered ones (`1`, `2`, ...).
+/// One appender writes one kind; in a directory holding both, the dated
+/// ones are taken as the newer.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Stamp {
+    Dated(Reverse<(String, u64)>),
+    Index(u64),
+}
+
+/// Digits without a leading zero, as the appender writes numbers.
+fn number(text: &str) -> Option<u64> {
+    let canonical =
+        !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) && !text.starts_with('0');
+    canonical.then(|| text.parse().ok()).flatten()
+}
+
+/// `2026-12-01` or `2026-12-01T13`: the shape of the appender's labels,
+/// which sort as the periods they name.
+fn is_label(text: &str) -> bool {
+    let shape = match text.len() {
+        10 => "dddd-dd-dd",
+        13 => "dddd-dd-ddTdd",
+        _ => return false,
+    };
+    text.bytes().zip(shape.bytes()).all(|(b, s)| {
+        if s == b'd' {
+            b.is_ascii_digit()
+        } else {
+            b == s
+        }
+    })
+}
+
+impl Stamp {
+    /// The stamp of a rotated file's name after `app.log.`; `None` for
+    /// any other name, and for a compressed `.gz` file.
+    fn parse(rest: &str) -> Option<Stamp> {
+        if let Some(index) = number(rest) {
+            return Some(Stamp::Index(index));
+        }
+        let (label, counter) = match rest.split_once('.') {
+            Some((label, counter)) => (label, number(counter)?),
+            None => (rest, 0),
+        };
+        is_label(label).then(|| Stamp::Dated(Reverse((label.to_owned(), counter))))
+    }
+}
+
+/// The rotated files of `path` (`app.log.1`, `app.log.2`, ..., or
+/// `app.log.2026-12-02`, `app.log.2026-12-01.1`, `app.log.2026-12-01`;
+/// not the compressed `.gz` ones), newest first.
 fn rotated_files(path: &Path) -> io::Result<Vec<PathBuf>> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return Ok(Vec::new());
@@ -276,23 +330,22 @@ fn rotated_files(path: &Path) -> io::Result<Vec<PathBuf>> {
     let Some(name) = name.to_str() else {
         return Ok(Vec::new());
     };
-    let mut numbered = Vec::new();
+    let mut stamped = Vec::new();
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
         let file_name = entry.file_name();
-        let Some(index) = file_name
+        let Some(stamp) = file_name
             .to_str()
             .and_then(|n| n.strip_prefix(name))
             .and_then(|n| n.strip_prefix('.'))
-            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|n| n.parse::<u64>().ok())
+            .and_then(Stamp::parse)
         else {
             continue;
         };
-        numbered.push((index, dir.join(&file_name)));
+        stamped.push((stamp, dir.join(&file_name)));
     }
-    numbered.sort();
-    Ok(numbered.into_iter().map(|(_, path)| path).collect())
+    stamped.sort();
+    Ok(stamped.into_iter().map(|(_, path)| path).collect())
 }
 
 #[cfg(test)]
@@ -367,6 +420,47 @@ mod tests {
             .map(|p| p.file_name().unwrap().to_str().unwrap().to_owned())
             .collect();
         assert_eq!(names, ["app.log.1", "app.log.2", "app.log.10"]);
+    }
+
+    #[test]
+    fn dated_rotated_files_newest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.log");
+        for name in [
+            "app.log",
+            "app.log.2026-11-30",
+            "app.log.2026-12-01",
+            "app.log.2026-12-01.1",
+            "app.log.2026-12-01.10",
+            "app.log.2026-12-01.2",
+            "app.log.2026-12-02",
+            "app.log.2026-12-02.gz",
+            "app.log.2026-12-01.1.gz",
+            "app.log.2026-12-01T13",
+            "app.log.2026-12-01.01",
+            "app.log.2026-12-01.bak",
+            "app.log.2026-1-01",
+            "app.log.2026-12-01T1",
+        ] {
+            fs::write(dir.path().join(name), "").unwrap();
+        }
+        let names: Vec<_> = rotated_files(&path)
+            .unwrap()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "app.log.2026-12-02",
+                "app.log.2026-12-01T13",
+                "app.log.2026-12-01.10",
+                "app.log.2026-12-01.2",
+                "app.log.2026-12-01.1",
+                "app.log.2026-12-01",
+                "app.log.2026-11-30",
+            ]
+        );
     }
 
     #[cfg(unix)]

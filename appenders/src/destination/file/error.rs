@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 pub struct FileError {
     kind: FileErrorKind,
     path: PathBuf,
+    /// The file the error is about, when not the log file itself (a
+    /// rotated file retention could not remove).
+    file: Option<PathBuf>,
     detail: Option<&'static str>,
     source: Option<io::Error>,
 }
@@ -28,9 +31,16 @@ pub enum FileErrorKind {
     /// The log file has other hard links (`st_nlink > 1`): records would
     /// also land in a file planted elsewhere, so it is refused.
     Hardlink,
-    /// The configuration is invalid (empty path, `max_bytes(0)`, bad mode),
-    /// or contradicts the appender it is for (a layout on a JSON file).
+    /// The configuration is invalid (empty path, `max_bytes(0)`, bad mode,
+    /// a zero retention limit, an offset of a day or more), contradicts
+    /// itself (dated names without a time rotation, `keep(0)` with another
+    /// retention limit), or contradicts the appender it is for (a layout on
+    /// a JSON file). The message names the setting.
     Config,
+    /// Applying the retention limits when opening failed: the directory
+    /// could not be listed, or a rotated file past the limits could not be
+    /// removed (the message names it).
+    Retention,
 }
 
 impl FileError {
@@ -38,15 +48,25 @@ impl FileError {
         FileError {
             kind,
             path: path.to_owned(),
+            file: None,
             detail: None,
             source: Some(source),
         }
+    }
+
+    /// The error is about `file`, beside the log file.
+    pub(crate) fn with_file(mut self, file: PathBuf) -> FileError {
+        if file != self.path {
+            self.file = Some(file);
+        }
+        self
     }
 
     pub(crate) fn kind_only(kind: FileErrorKind, path: &Path) -> FileError {
         FileError {
             kind,
             path: path.to_owned(),
+            file: None,
             detail: None,
             source: None,
         }
@@ -56,6 +76,7 @@ impl FileError {
         FileError {
             kind: FileErrorKind::Config,
             path: path.to_owned(),
+            file: None,
             detail: Some(detail),
             source: None,
         }
@@ -95,6 +116,14 @@ impl fmt::Display for FileError {
                 "invalid file appender configuration for {path}: {}",
                 self.detail.unwrap_or("invalid")
             ),
+            FileErrorKind::Retention => match &self.file {
+                Some(file) => write!(
+                    f,
+                    "cannot remove {}, a rotated file of {path} past the retention limits",
+                    file.display()
+                ),
+                None => write!(f, "cannot list the rotated files of {path}"),
+            },
         }
     }
 }
@@ -102,5 +131,31 @@ impl fmt::Display for FileError {
 impl StdError for FileError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         self.source.as_ref().map(|e| e as &(dyn StdError + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retention_error_names_the_file_it_could_not_remove() {
+        let log = Path::new("/logs/app.log");
+        let denied = || io::Error::from(io::ErrorKind::PermissionDenied);
+        let err = FileError::io(FileErrorKind::Retention, log, denied())
+            .with_file(PathBuf::from("/logs/app.log.2026-12-01"));
+        assert_eq!(
+            err.to_string(),
+            "cannot remove /logs/app.log.2026-12-01, a rotated file of /logs/app.log past the \
+             retention limits"
+        );
+        assert_eq!(err.io_kind(), Some(io::ErrorKind::PermissionDenied));
+        assert_eq!(err.path(), log);
+        // The directory itself could not be listed.
+        let err = FileError::io(FileErrorKind::Retention, log, denied()).with_file(log.to_owned());
+        assert_eq!(
+            err.to_string(),
+            "cannot list the rotated files of /logs/app.log"
+        );
     }
 }

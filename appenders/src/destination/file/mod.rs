@@ -9,18 +9,35 @@
 //! would overflow `max_bytes`). In both cases the records buffered so far go
 //! to the old file first.
 //!
+//! The live file belongs to a *period* when rotation is by time: the one
+//! holding the time it was started (a new file, or one found empty), or,
+//! for a non-empty file found when opening, the time it was last written
+//! (its modification time, or the clock's time if that is later). A file
+//! left by a run of an earlier period is therefore rotated at the first
+//! record, under that period's name. With `rotate_on_start`, a non-empty
+//! file found when opening is rotated at the start of the first call, on
+//! the worker.
+//!
 //! - [`policy`]: `Rotation`, `Clock`, `Compression`, the validated config;
+//! - [`zone`]: `TimeZone`, periods and their boundaries;
+//! - [`naming`]: `Naming`, the names of rotated files, which files are ours;
+//! - [`retention`]: which rotated files to remove;
 //! - [`rotate`]: opening with `O_NOFOLLOW`, the renames, compression;
 //! - [`error`]: `FileError`, what building one can fail with.
 
 pub(crate) mod error;
+pub(crate) mod naming;
 pub(crate) mod policy;
+pub(crate) mod retention;
 mod rotate;
+pub(crate) mod zone;
 
 use std::fs::{self, File};
 use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
+
+use chrono::NaiveDateTime;
 
 use crate::appender::{AppendError, BatchError, Operation};
 use crate::format::Style;
@@ -49,16 +66,24 @@ pub(crate) struct RollingFile {
     /// Bytes in the live file.
     size: u64,
     /// Unix second at which the next time rotation is due.
-    next_rollover: Option<u64>,
+    next_rollover: Option<i64>,
+    /// The local start of the period the live file holds (time rotation).
+    period: Option<NaiveDateTime>,
+    /// A non-empty file was found when opening and `rotate_on_start` is
+    /// set: the first call rotates it.
+    rotate_pending: bool,
     last_path_check: Instant,
     /// A flush came since the last check: the queue ran empty, so the
     /// next call compares the path with the open file before writing.
     check_path_next: bool,
 }
 
-fn unix_secs(time: SystemTime) -> u64 {
-    time.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+/// Unix seconds (negative before 1970).
+fn unix_secs(time: SystemTime) -> i64 {
+    match time.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_secs()).map_or(i64::MIN, |s| -s),
+    }
 }
 
 #[cfg(unix)]
@@ -144,18 +169,43 @@ impl RollingFile {
         let meta = file.metadata().map_err(|e| fail(FileErrorKind::Open, e))?;
         let file = live_output(file, &meta)
             .ok_or_else(|| FileError::kind_only(FileErrorKind::Hardlink, &path))?;
-        rotate::prune(&config).map_err(|e| fail(FileErrorKind::Open, e))?;
-        let next_rollover = config.rotation.next_boundary(unix_secs(clock.now()));
-        Ok(RollingFile {
+        let now = unix_secs(clock.now());
+        rotate::retain(&config, now)
+            .map_err(|(at, e)| FileError::io(FileErrorKind::Retention, &path, e).with_file(at))?;
+        // A file with records belongs to the period it was last written in.
+        let started = match meta.modified() {
+            Ok(modified) if meta.len() > 0 => unix_secs(modified).min(now),
+            _ => now,
+        };
+        let rotate_pending = config.rotate_on_start && meta.len() > 0;
+        let mut rolling = RollingFile {
             config,
             clock,
             file,
             id: file_id(&meta),
             size: meta.len(),
-            next_rollover,
+            next_rollover: None,
+            period: None,
+            rotate_pending,
             last_path_check: Instant::now(),
             check_path_next: false,
-        })
+        };
+        rolling.start_period(started);
+        Ok(rolling)
+    }
+
+    /// The local start of the period holding `at`, with time rotation.
+    pub(crate) fn current_period(&self, at: i64) -> Option<NaiveDateTime> {
+        let period = self.config.rotation.period()?;
+        self.config.zone.period_of(period, at)
+    }
+
+    /// The live file now holds the period of `at`: the next rotation is
+    /// due at its end.
+    pub(crate) fn start_period(&mut self, at: i64) {
+        let period = self.config.rotation.period();
+        self.period = self.current_period(at);
+        self.next_rollover = period.and_then(|p| self.config.zone.next_boundary(p, at));
     }
 
     /// The configured path of the live file.
@@ -168,8 +218,8 @@ impl RollingFile {
     }
 
     /// Rotates, failing the record at hand (all before it were written).
-    fn rotate_between(&mut self, lines: &Lines) -> Result<(), BatchError> {
-        self.rotate().map_err(|error| BatchError {
+    fn rotate_between(&mut self, lines: &Lines, now: i64) -> Result<(), BatchError> {
+        self.rotate(now).map_err(|error| BatchError {
             written: lines.written(),
             error,
         })
@@ -231,9 +281,19 @@ impl Destination for RollingFile {
         Framing::Newline
     }
 
+    /// Checks the path (after a flush, or every second), and rotates a file
+    /// found when opening under `rotate_on_start`: on the worker, before
+    /// anything of the call is written.
     fn start_call(&mut self) -> Result<(), AppendError> {
         if self.check_path_next || self.last_path_check.elapsed() >= PATH_CHECK_INTERVAL {
             self.check_path()?;
+        }
+        if self.rotate_pending {
+            // Emptied meanwhile (copytruncate): nothing to rotate.
+            if self.size > 0 {
+                self.rotate(unix_secs(self.clock.now()))?;
+            }
+            self.rotate_pending = false;
         }
         Ok(())
     }
@@ -245,11 +305,13 @@ impl Destination for RollingFile {
             if now >= due {
                 self.write_out(lines)?;
                 // An empty file is not rotated: it would push a useful
-                // file out of the retention window for nothing.
+                // file out of the retention window for nothing. It holds
+                // the new period from now on.
                 if self.size > 0 {
-                    self.rotate_between(lines)?;
+                    self.rotate_between(lines, now)?;
+                } else {
+                    self.start_period(now);
                 }
-                self.next_rollover = self.config.rotation.next_boundary(now);
             }
         }
         Ok(Style::default())
@@ -263,7 +325,8 @@ impl Destination for RollingFile {
             let len = lines.pending_len() as u64;
             if before > 0 && before + len > max {
                 self.write_out(lines)?;
-                self.rotate_between(lines)?;
+                let now = unix_secs(self.clock.now());
+                self.rotate_between(lines, now)?;
             }
         }
         Ok(())

@@ -1,12 +1,18 @@
 //! The rolling file's policies, as values: when to rotate (`Rotation`),
 //! which clock says so (`Clock`), what to do with rotated files
-//! (`Compression`), and the validated configuration holding them.
+//! (`Compression`), and the validated configuration holding them with the
+//! naming, zone and retention of the sibling modules.
 
 use std::fmt;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-/// How often a rolling file rotates by time, in UTC.
+use super::naming::Naming;
+use super::retention::Retention;
+use super::zone::{Period, TimeZone};
+
+/// How often a rolling file rotates by time: at each hour or day boundary
+/// of its [`TimeZone`] (UTC by default).
 ///
 /// A struct with associated constants rather than an enum, so that policies
 /// with parameters (every N minutes) can be added without breaking users.
@@ -33,22 +39,20 @@ enum RotationKind {
 impl Rotation {
     /// No rotation by time (default).
     pub const NEVER: Rotation = Rotation(RotationKind::Never);
-    /// Rotate at the first record written after each full UTC hour.
+    /// Rotate at the first record written after each full hour (of the
+    /// appender's [`TimeZone`]).
     pub const HOURLY: Rotation = Rotation(RotationKind::Hourly);
-    /// Rotate at the first record written after each UTC midnight.
+    /// Rotate at the first record written after each midnight (of the
+    /// appender's [`TimeZone`]).
     pub const DAILY: Rotation = Rotation(RotationKind::Daily);
 
-    fn period_secs(self) -> Option<u64> {
+    /// The period a file holds, if the rotation is by time.
+    pub(crate) fn period(self) -> Option<Period> {
         match self.0 {
             RotationKind::Never => None,
-            RotationKind::Hourly => Some(3600),
-            RotationKind::Daily => Some(86_400),
+            RotationKind::Hourly => Some(Period::Hour),
+            RotationKind::Daily => Some(Period::Day),
         }
-    }
-
-    /// The first boundary strictly after `now` (unix seconds).
-    pub(crate) fn next_boundary(self, now: u64) -> Option<u64> {
-        self.period_secs().map(|p| (now / p + 1) * p)
     }
 }
 
@@ -59,7 +63,9 @@ impl Rotation {
 ///
 /// # For implementors
 ///
-/// `now` is called once per record when time rotation is on; make it cheap.
+/// `now` is called once per record when time rotation is on, and at each
+/// rotation and when the file is opened (the dates of names, the age of
+/// rotated files); make it cheap.
 ///
 /// # Examples
 ///
@@ -102,8 +108,9 @@ pub enum Compression {
     /// Keep rotated files as they are (default).
     #[default]
     None,
-    /// Compress each rotated file to `app.log.1.gz` (feature `gzip`), on the
-    /// appender's worker thread, right after the rotation.
+    /// Compress each rotated file to its name plus `.gz` (`app.log.1.gz`,
+    /// `app.log.2026-12-01.gz`; feature `gzip`), on the appender's worker
+    /// thread, right after the rotation.
     #[cfg(feature = "gzip")]
     Gzip,
 }
@@ -114,22 +121,11 @@ pub(crate) struct FileConfig {
     pub(crate) path: PathBuf,
     pub(crate) max_bytes: Option<u64>,
     pub(crate) rotation: Rotation,
-    pub(crate) keep: usize,
+    pub(crate) naming: Naming,
+    pub(crate) zone: TimeZone,
+    pub(crate) retention: Retention,
+    /// Rotate a non-empty file found when opening, before the first record.
+    pub(crate) rotate_on_start: bool,
     pub(crate) mode: u32,
     pub(crate) compression: Compression,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn boundaries() {
-        assert_eq!(Rotation::NEVER.next_boundary(5), None);
-        assert_eq!(Rotation::HOURLY.next_boundary(0), Some(3600));
-        assert_eq!(Rotation::HOURLY.next_boundary(3599), Some(3600));
-        assert_eq!(Rotation::HOURLY.next_boundary(3600), Some(7200));
-        assert_eq!(Rotation::DAILY.next_boundary(86_399), Some(86_400));
-        assert_eq!(Rotation::DAILY.next_boundary(86_400), Some(172_800));
-    }
 }

@@ -1,27 +1,37 @@
-//! Rotation: shifting `app.log.N` to `app.log.N+1`, moving the live file to
-//! `app.log.1` and opening a new one, refusing symlinks, then compressing
-//! `app.log.1` when asked.
+//! Rotation: moving the live file aside under its rotated name and opening
+//! a new one, refusing symlinks, compressing the rotated file when asked,
+//! then removing what the retention limits no longer allow.
 //!
-//! Rotation renames `app.log` to `app.log.1`, `app.log.1` to `app.log.2`, …,
-//! keeps `keep` rotated files and opens a new `app.log`, so the live file is
-//! always at the configured path and `tail -F` follows it.
+//! The live file is always at the configured path, so `tail -F` follows it.
 //!
-//! It works from the directory's listing, not from `keep`: one `readdir`
-//! finds the rotated files present (by the appender's own naming only,
-//! `<name>.<N>` and `<name>.<N>.gz` with `N` written without leading
-//! zeros), and the rotation renames or removes those, so its cost follows
-//! the files present, with `keep` at 10 or unlimited alike. Files above
-//! `keep` (left by an earlier run with a larger one) are removed when the
-//! file is opened and at each rotation.
+//! - Numbered: `app.log.1` is renamed to `app.log.2`, …, highest first, then
+//!   `app.log` to `app.log.1`; files that would be shifted past `keep` are
+//!   removed first.
+//! - Dated: `app.log` is renamed to `app.log.<period>`, or
+//!   `app.log.<period>.<n>` after the largest counter of that period present:
+//!   one rename, nothing shifted, nothing replaced.
+//!
+//! Both work from the directory's listing, not from the limits: one
+//! `readdir` finds the rotated files present (by the appender's own naming
+//! only, [`naming`](super::naming)), and the rotation renames or removes
+//! those, so its cost follows the files present, with `keep` at 10 or
+//! unlimited alike. Retention ([`retention`](super::retention)) runs when
+//! the file is opened and after each rotation, so files left past the
+//! limits by an earlier run go too.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 
+use chrono::NaiveDateTime;
+
 use crate::appender::{AppendError, Operation};
 
+use super::naming::{gz_path, present, rotated_path, Look, Rotated, Stamp};
 #[cfg(feature = "gzip")]
 use super::policy::Compression;
+use super::policy::FileConfig;
+use super::zone::Period;
 use super::RollingFile;
 
 /// Whether `e` is the error `O_NOFOLLOW` gives for a symlink.
@@ -65,144 +75,191 @@ pub(crate) fn open_log_file(path: &Path, mode: u32, create_new: bool) -> io::Res
     options.open(path)
 }
 
-/// Removes the rotated files above `keep` (an earlier run's, with a larger
-/// `keep`), by the appender's own naming only; called when the file is
-/// opened.
-pub(crate) fn prune(config: &super::policy::FileConfig) -> io::Result<()> {
-    if config.keep == usize::MAX {
+/// Removes the rotated files the retention limits no longer allow (the
+/// appender's own names only). Fails with the path it could not list or
+/// remove.
+pub(crate) fn retain(config: &FileConfig, now: i64) -> Result<(), (PathBuf, io::Error)> {
+    let retention = config.retention;
+    if retention.keeps_everything() {
         return Ok(());
     }
-    for r in present(&config.path)? {
-        if r.index > config.keep {
-            match fs::remove_file(numbered(&config.path, r.index, r.gz)) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
-        }
+    let look = if retention.needs_metadata() {
+        Look::Metadata
+    } else {
+        Look::Names
+    };
+    let listing =
+        present(&config.path, config.naming, look).map_err(|e| (config.path.clone(), e))?;
+    for r in retention.expired(listing, now, config.zone) {
+        let at = rotated_path(&config.path, &r.stamp, r.gz);
+        ignore_missing(fs::remove_file(&at)).map_err(|e| (at, e))?;
     }
     Ok(())
 }
 
-/// `app.log` + `.3` (+ `.gz`).
-fn numbered(path: &Path, index: usize, gz: bool) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(".{index}"));
-    if gz {
-        name.push(".gz");
+/// A file gone already is what removing or moving it was for (another
+/// process's retention, or a rotation racing ours).
+fn ignore_missing(result: io::Result<()>) -> io::Result<()> {
+    match result {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
-    PathBuf::from(name)
 }
 
 fn rotate_error(e: io::Error, path: &Path) -> AppendError {
     AppendError::io(Operation::Rotate, e).with_detail(path.display().to_string())
 }
 
-/// A rotated file present beside the live one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Rotated {
-    index: usize,
-    gz: bool,
-    symlink: bool,
-}
-
-/// The index (and `.gz`) of a file name after the live file's name and a
-/// dot: `3` or `3.gz`, digits without a leading zero.
-fn parse_suffix(rest: &[u8]) -> Option<(usize, bool)> {
-    let (digits, gz) = match rest.strip_suffix(b".gz") {
-        Some(digits) => (digits, true),
-        None => (rest, false),
-    };
-    let canonical =
-        !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) && (digits[0] != b'0');
-    if !canonical {
-        return None;
+/// The numbered index of a rotated file (dated ones never reach here).
+fn index(r: &Rotated) -> usize {
+    match r.stamp {
+        Stamp::Index(index) => index,
+        Stamp::Dated { .. } => usize::MAX,
     }
-    let index: usize = std::str::from_utf8(digits).ok()?.parse().ok()?;
-    Some((index, gz))
 }
 
-/// The rotated files of `path` present in its directory (one `readdir`).
-fn present(path: &Path) -> io::Result<Vec<Rotated>> {
-    let dir = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let Some(name) = path.file_name() else {
-        return Ok(Vec::new());
-    };
-    let mut prefix = name.as_encoded_bytes().to_vec();
-    prefix.push(b'.');
-    let mut found = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        let file_name = entry.file_name();
-        let Some(rest) = file_name.as_encoded_bytes().strip_prefix(prefix.as_slice()) else {
-            continue;
-        };
-        if let Some((index, gz)) = parse_suffix(rest) {
-            found.push(Rotated {
-                index,
-                gz,
-                symlink: entry.file_type()?.is_symlink(),
-            });
-        }
-    }
-    Ok(found)
-}
-
-/// What one rotation does to the rotated files present: remove those that
-/// would be shifted past `keep` (every one with `keep` 0), then rename the
-/// others one up, highest first. `None` if it would rename a symlink or
-/// rename onto one (removing a link never follows it).
+/// What one numbered rotation does to the rotated files present: remove
+/// those that would be shifted past `keep` (every one with `keep` 0), then
+/// rename the others one up, highest first. `None` if it would rename a
+/// symlink or rename onto one (removing a link never follows it).
 fn plan(mut present: Vec<Rotated>, keep: usize) -> Option<(Vec<Rotated>, Vec<Rotated>)> {
-    present.sort_by_key(|r| std::cmp::Reverse(r.index));
+    present.sort_by_key(|r| std::cmp::Reverse(index(r)));
     let (shifted, removed): (Vec<Rotated>, Vec<Rotated>) =
-        present.into_iter().partition(|r| r.index < keep);
+        present.into_iter().partition(|r| index(r) < keep);
     if shifted.iter().any(|r| r.symlink) {
         return None;
     }
     Some((removed, shifted))
 }
 
+/// The dated stamp for the live file of the period starting at `start`:
+/// after the largest counter of that period present (a counter of 0, no
+/// counter, when none is).
+fn dated_stamp(period: Period, start: NaiveDateTime, present: &[Rotated]) -> Stamp {
+    let counter = present
+        .iter()
+        .filter_map(|r| match r.stamp {
+            Stamp::Dated {
+                period: p,
+                start: s,
+                counter,
+            } if p == period && s == start => Some(counter.saturating_add(1)),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    Stamp::Dated {
+        period,
+        start,
+        counter,
+    }
+}
+
+/// Whether anything (a file, a link, a directory) is at `path`.
+fn taken(path: &Path) -> io::Result<bool> {
+    match fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 impl RollingFile {
-    /// Shifts the rotated files, moves the live file to `.1` and opens a
-    /// new live file. Called between writes, so it splits no line.
-    pub(crate) fn rotate(&mut self) -> Result<(), AppendError> {
+    /// Moves the live file aside under its rotated name (or removes it,
+    /// with `keep` 0), opens a new live file, compresses the rotated one
+    /// when asked, and applies retention; `now` is the clock's time (unix
+    /// seconds). Called between writes, so it splits no line.
+    pub(crate) fn rotate(&mut self, now: i64) -> Result<(), AppendError> {
         let path = self.config.path.clone();
-        let keep = self.config.keep;
-        let listing = present(&path).map_err(|e| rotate_error(e, &path))?;
+        let rotated = if self.config.retention.keep == 0 {
+            ignore_missing(fs::remove_file(&path)).map_err(|e| rotate_error(e, &path))?;
+            None
+        } else if self.config.naming.is_dated() {
+            Some(self.move_dated(now)?)
+        } else {
+            Some(self.shift_numbered()?)
+        };
+        self.reopen(Operation::Rotate)?;
+        self.start_period(now);
+        if let Some(rotated) = rotated {
+            self.compress(&rotated)?;
+        }
+        // A numbered rotation kept the count already; the other limits,
+        // and every limit of dated names, need a look at what is left.
+        let keep = self.config.retention.keep;
+        if keep == 0 || self.config.naming.is_dated() || self.config.retention.needs_metadata() {
+            retain(&self.config, now).map_err(|(at, e)| rotate_error(e, &at))?;
+        }
+        Ok(())
+    }
+
+    /// Shifts the numbered files up by one and moves the live file to
+    /// `.1`; returns that path.
+    fn shift_numbered(&self) -> Result<PathBuf, AppendError> {
+        let path = &self.config.path;
+        let listing =
+            present(path, self.config.naming, Look::Names).map_err(|e| rotate_error(e, path))?;
         // Refuse before touching anything, so a refusal leaves no half-done
         // rotation behind. A rename onto a symlink would replace the link,
         // not follow it, but a link where a log should be is an attack or
         // a mistake either way.
-        let Some((removed, shifted)) = plan(listing, keep) else {
+        let Some((removed, shifted)) = plan(listing, self.config.retention.keep) else {
             return Err(AppendError::new(
                 Operation::Rotate,
                 format!("{}: refusing to rotate onto a symlink", path.display()),
             ));
         };
-        let ignore_missing = |result: io::Result<()>, at: &Path| match result {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(rotate_error(e, at)),
-            _ => Ok(()),
-        };
         for r in &removed {
-            let at = numbered(&path, r.index, r.gz);
-            ignore_missing(fs::remove_file(&at), &at)?;
+            let at = rotated_path(path, &r.stamp, r.gz);
+            ignore_missing(fs::remove_file(&at)).map_err(|e| rotate_error(e, &at))?;
         }
-        if keep == 0 {
-            ignore_missing(fs::remove_file(&path), &path)?;
-        } else {
-            for r in &shifted {
-                let from = numbered(&path, r.index, r.gz);
-                ignore_missing(fs::rename(&from, numbered(&path, r.index + 1, r.gz)), &from)?;
+        for r in &shifted {
+            let from = rotated_path(path, &r.stamp, r.gz);
+            let to = rotated_path(path, &Stamp::Index(index(r).saturating_add(1)), r.gz);
+            ignore_missing(fs::rename(&from, to)).map_err(|e| rotate_error(e, &from))?;
+        }
+        let first = rotated_path(path, &Stamp::Index(1), false);
+        ignore_missing(fs::rename(path, &first)).map_err(|e| rotate_error(e, path))?;
+        Ok(first)
+    }
+
+    /// Moves the live file to its dated name, one no file has (plain or
+    /// compressed); returns that path.
+    fn move_dated(&self, now: i64) -> Result<PathBuf, AppendError> {
+        let path = &self.config.path;
+        let (Some(period), Some(start)) = (
+            self.config.rotation.period(),
+            self.period.or_else(|| self.current_period(now)),
+        ) else {
+            // Building refuses dated names without a time rotation.
+            return Err(AppendError::new(
+                Operation::Rotate,
+                format!("{}: no period to name the rotated file by", path.display()),
+            ));
+        };
+        let listing =
+            present(path, self.config.naming, Look::Names).map_err(|e| rotate_error(e, path))?;
+        let mut stamp = dated_stamp(period, start, &listing);
+        // The listing leaves out what is not a file or a link (a directory
+        // with that name): step over it too, never onto it.
+        loop {
+            let target = rotated_path(path, &stamp, false);
+            let taken = |p: &Path| taken(p).map_err(|e| rotate_error(e, p));
+            if !taken(&target)? && !taken(&gz_path(&target))? {
+                ignore_missing(fs::rename(path, &target)).map_err(|e| rotate_error(e, path))?;
+                return Ok(target);
             }
-            ignore_missing(fs::rename(&path, numbered(&path, 1, false)), &path)?;
+            let next = match &mut stamp {
+                Stamp::Dated { counter, .. } => counter.checked_add(1).map(|n| *counter = n),
+                Stamp::Index(_) => None,
+            };
+            if next.is_none() {
+                return Err(AppendError::new(
+                    Operation::Rotate,
+                    format!("{}: no free name for the rotated file", path.display()),
+                ));
+            }
         }
-        self.reopen(Operation::Rotate)?;
-        if keep > 0 {
-            self.compress(&numbered(&path, 1, false))?;
-        }
-        Ok(())
     }
 
     #[cfg(feature = "gzip")]
@@ -210,7 +267,7 @@ impl RollingFile {
         if self.config.compression != Compression::Gzip {
             return Ok(());
         }
-        let target = numbered(&self.config.path, 1, true);
+        let target = gz_path(rotated);
         let result = (|| {
             let mut input = OpenOptions::new();
             input.read(true);
@@ -239,32 +296,11 @@ mod tests {
 
     fn rotated(index: usize, gz: bool) -> Rotated {
         Rotated {
-            index,
+            stamp: Stamp::Index(index),
             gz,
             symlink: false,
-        }
-    }
-
-    #[test]
-    fn only_our_own_names_are_rotated_files() {
-        assert_eq!(parse_suffix(b"3"), Some((3, false)));
-        assert_eq!(parse_suffix(b"12.gz"), Some((12, true)));
-        for other in [
-            &b""[..],
-            b"03",
-            b"0",
-            b"3.bak",
-            b"x",
-            b".gz",
-            b"3.gz.gz",
-            b"-1",
-        ] {
-            assert_eq!(
-                parse_suffix(other),
-                None,
-                "{:?}",
-                String::from_utf8_lossy(other)
-            );
+            len: 0,
+            modified: None,
         }
     }
 
@@ -276,7 +312,7 @@ mod tests {
         for keep in [10, 100_000, usize::MAX] {
             let (removed, shifted) = plan(present.clone(), keep).unwrap();
             assert!(removed.is_empty());
-            let order: Vec<usize> = shifted.iter().map(|r| r.index).collect();
+            let order: Vec<usize> = shifted.iter().map(index).collect();
             assert_eq!(order, [3, 2, 1], "highest first");
         }
         // Files that would be shifted past `keep` go; an earlier run's too.
@@ -285,7 +321,7 @@ mod tests {
             2,
         )
         .unwrap();
-        let removed: Vec<usize> = removed.iter().map(|r| r.index).collect();
+        let removed: Vec<usize> = removed.iter().map(index).collect();
         assert_eq!(removed, [4, 2]);
         assert_eq!(shifted, [rotated(1, false)]);
         // A symlink that would be renamed refuses the rotation; one that
@@ -295,18 +331,38 @@ mod tests {
             ..rotated(1, false)
         };
         assert!(plan(vec![link], 2).is_none());
-        assert!(plan(vec![Rotated { index: 5, ..link }], 2).is_some());
+        let far = Rotated {
+            stamp: Stamp::Index(5),
+            ..link
+        };
+        assert!(plan(vec![far], 2).is_some());
     }
 
     #[test]
-    fn numbered_names() {
-        assert_eq!(
-            numbered(Path::new("/x/app.log"), 3, false),
-            Path::new("/x/app.log.3")
-        );
-        assert_eq!(
-            numbered(Path::new("app.log"), 1, true),
-            Path::new("app.log.1.gz")
-        );
+    fn a_dated_stamp_comes_after_the_largest_counter_of_its_period() {
+        let day = |d: u32| {
+            chrono::NaiveDate::from_ymd_opt(2026, 12, d)
+                .unwrap()
+                .and_hms_opt(0, 0, 0)
+                .unwrap()
+        };
+        let file = |d: u32, counter: usize| Rotated {
+            stamp: Stamp::Dated {
+                period: Period::Day,
+                start: day(d),
+                counter,
+            },
+            ..rotated(1, false)
+        };
+        let counter = |present: &[Rotated]| match dated_stamp(Period::Day, day(2), present) {
+            Stamp::Dated { counter, .. } => counter,
+            Stamp::Index(_) => unreachable!(),
+        };
+        assert_eq!(counter(&[]), 0);
+        assert_eq!(counter(&[file(1, 0), file(1, 4), file(3, 0)]), 0);
+        assert_eq!(counter(&[file(2, 0)]), 1);
+        // After the largest, not in the first gap: the order of names stays
+        // the order of writing.
+        assert_eq!(counter(&[file(2, 0), file(2, 3), file(1, 7)]), 4);
     }
 }
