@@ -20,6 +20,8 @@ pub const ENV_VAR: &str = "RUST_LOG";
 /// Dropping the guard flushes and logging goes on, so `let _ =
 /// logbus::init();` works; on Unix an exit hook drains the queue when `main`
 /// returns or the process calls `std::process::exit` (see [`LoggerGuard`]).
+/// For tests, use [`testing::init`](crate::testing::init) instead: its
+/// records show in each test's captured output.
 ///
 /// A malformed directive in `RUST_LOG` is reported once on stderr and
 /// skipped; the valid parts apply, as with env_logger.

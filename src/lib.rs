@@ -190,6 +190,7 @@ mod sanitize;
 mod stats;
 mod subscription;
 mod sync;
+pub mod testing;
 mod thread_role;
 mod topic;
 mod worker;
