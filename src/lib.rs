@@ -178,6 +178,7 @@ mod clock;
 mod directive;
 mod error;
 mod fork;
+pub mod guide;
 mod init;
 mod journal;
 mod log_backend;
