@@ -87,7 +87,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for i in 0..records {
         log::info!(target: "app::http", "record {} served in {} us", i, i % 1000);
     }
-    drop(guard); // drains every queue (dead letters last), flushes, joins
+    drop(guard); // flushes every queue (dead letters last) and every appender
 
     let stats = handle.stats();
     let sub = |name: &str| serde_json::to_string(&stats.subscriptions[name]);

@@ -56,7 +56,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         log::info!(target: "app::http", "request {} served in {} us", i, i % 1000);
     }
     release_tx.send(())?;
-    drop(guard); // drains every queue, flushes, joins the workers
+    drop(guard); // flushes: drains every queue and flushes every appender
 
     let stats = handle.stats();
     println!("{}", serde_json::to_string(&stats.subscriptions)?);

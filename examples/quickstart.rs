@@ -58,7 +58,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     log::error!(target: "app::db", user = "ann", attempt = 3; "connection lost");
     log::info!(target: "app::http", "a message cannot forge\na second line");
 
-    // Dropping the guard drains every queue and flushes every appender.
+    // Dropping the guard flushes: every queue drained, every appender flushed
+    // (logging would go on; `guard.shutdown()` stops it).
     let handle = guard.handle();
     drop(guard);
 

@@ -133,7 +133,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for i in 0..args.records {
         log::info!(target: "main", i = i; "record {i}");
     }
-    drop(guard); // drains the queue, flushes, joins the worker
+    drop(guard); // flushes: drains the queue and flushes the appender
 
     let stats = handle.stats().subscriptions["syslog"];
     let report = serde_json::json!({

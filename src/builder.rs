@@ -6,7 +6,7 @@ use crate::broker::{Broker, DEFAULT_FLUSH_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT};
 use crate::directive::Directives;
 use crate::error::InstallError;
 use crate::journal::Journal;
-use crate::log_backend::{self, LoggerGuard};
+use crate::log_backend::{self, LoggerGuard, DEFAULT_EXIT_TIMEOUT};
 use crate::sanitize::{Intake, Redaction, DEFAULT_MAX_RECORD_BYTES};
 use crate::subscription::SubscriptionBuilder;
 
@@ -27,6 +27,7 @@ pub fn builder() -> Builder {
 /// | redaction | none (see [`Redaction`]) |
 /// | flush timeout | [`DEFAULT_FLUSH_TIMEOUT`] (5 s) |
 /// | shutdown timeout | [`DEFAULT_SHUTDOWN_TIMEOUT`] (30 s) |
+/// | exit timeout (installed, Unix) | [`DEFAULT_EXIT_TIMEOUT`] (5 s) |
 ///
 /// # Examples
 ///
@@ -55,6 +56,7 @@ pub struct Builder {
     intake: Intake,
     flush_timeout: Duration,
     shutdown_timeout: Duration,
+    exit_timeout: Duration,
 }
 
 impl Default for Builder {
@@ -78,6 +80,7 @@ impl Builder {
             },
             flush_timeout: DEFAULT_FLUSH_TIMEOUT,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            exit_timeout: DEFAULT_EXIT_TIMEOUT,
         }
     }
 
@@ -200,10 +203,31 @@ impl Builder {
         self
     }
 
-    /// How long dropping the broker or the guard waits at most for the
-    /// queues to drain.
+    /// How long dropping the broker (a shutdown) or the guard (a flush)
+    /// waits at most for the queues to drain.
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = timeout;
+        self
+    }
+
+    /// How long, once [installed](Builder::install), the exit hook waits at
+    /// most for the queues to drain when `main` returns or the process
+    /// calls `std::process::exit` (Unix; see
+    /// [`LoggerGuard`](crate::LoggerGuard), "At exit"). `Duration::ZERO`
+    /// registers no hook: records still queued at exit are then lost.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// let _guard = logbus::builder()
+    ///     .exit_timeout(Duration::from_secs(1))
+    ///     .install()?;
+    /// log::info!("written before the process ends, unless 1 s is not enough");
+    /// std::process::exit(0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn exit_timeout(mut self, timeout: Duration) -> Self {
+        self.exit_timeout = timeout;
         self
     }
 
@@ -246,8 +270,9 @@ impl Builder {
     }
 
     /// Builds the broker and makes it the `log` crate's backend; sets
-    /// `log::max_level` to the loosest level in use. Keep the returned guard
-    /// alive for as long as you log.
+    /// `log::max_level` to the loosest level in use. The broker stays
+    /// installed for the rest of the process; dropping the returned guard
+    /// flushes, [`LoggerGuard::shutdown`] stops it (see [`LoggerGuard`]).
     ///
     /// # Errors
     ///
@@ -255,6 +280,7 @@ impl Builder {
     /// (the broker built here is shut down again), or
     /// [`InstallError::Subscribe`] as for [`build`](Builder::build).
     pub fn install(self) -> Result<LoggerGuard, InstallError> {
-        log_backend::install(self.build()?)
+        let (exit, drop) = (self.exit_timeout, self.shutdown_timeout);
+        log_backend::install(self.build()?, exit, drop)
     }
 }

@@ -6,3 +6,6 @@ pub mod migration {}
 
 #[doc = include_str!("../docs/guide/retries.md")]
 pub mod retries {}
+
+#[doc = include_str!("../docs/guide/testing.md")]
+pub mod testing {}

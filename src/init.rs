@@ -15,7 +15,13 @@ pub const ENV_VAR: &str = "RUST_LOG";
 
 /// Installs logbus as the `log` backend with one console appender on stderr
 /// (named `console`), filtered by the `RUST_LOG` directives (`info` when
-/// unset or empty), and returns the guard to keep alive.
+/// unset or empty), for the rest of the process, and returns its guard.
+///
+/// Dropping the guard flushes and logging goes on, so `let _ =
+/// logbus::init();` works; on Unix an exit hook drains the queue when `main`
+/// returns or the process calls `std::process::exit` (see [`LoggerGuard`]).
+/// For tests, use [`testing::init`](crate::testing::init) instead: its
+/// records show in each test's captured output.
 ///
 /// A malformed directive in `RUST_LOG` is reported once on stderr and
 /// skipped; the valid parts apply, as with env_logger.
@@ -28,8 +34,9 @@ pub const ENV_VAR: &str = "RUST_LOG";
 /// # Examples
 ///
 /// ```no_run
-/// let _guard = logbus::init();
+/// let _guard = logbus::init(); // `let _ = logbus::init();` logs as well
 /// log::info!("shown unless RUST_LOG says otherwise");
+/// std::process::exit(0); // on Unix, the record is written first
 /// ```
 pub fn init() -> LoggerGuard {
     let (directives, errors) = directives_from_env_lossy();
@@ -69,7 +76,9 @@ pub fn try_init() -> Result<LoggerGuard, InitError> {
     install(directives).map_err(InitError::Install)
 }
 
-fn directives_from_env_lossy() -> (Directives, Vec<DirectiveError>) {
+/// `RUST_LOG`'s directives (`info` when unset or empty) and the malformed
+/// ones skipped; also read by test mode (`testing.rs`).
+pub(crate) fn directives_from_env_lossy() -> (Directives, Vec<DirectiveError>) {
     match std::env::var(ENV_VAR) {
         Ok(spec) if !spec.trim().is_empty() => Directives::parse_lossy(&spec),
         _ => (Directives::new(log::LevelFilter::Info), Vec::new()),

@@ -14,7 +14,7 @@
 //! a malformed `RUST_LOG` (which [`init`] reports on stderr and skips).
 //!
 //! ```no_run
-//! let _guard = logbus::init(); // keep it: dropping it flushes and stops logging
+//! let _guard = logbus::init(); // dropping it flushes; logging goes on (`let _ =` works too)
 //! log::info!("hello");
 //! ```
 //!
@@ -117,14 +117,20 @@
 //!
 //! # Shutdown
 //!
-//! Dropping a [`Broker`] or the [`LoggerGuard`] returned by
-//! [`Builder::install`] drains every queue, flushes every appender and joins
-//! the workers (bounded by a timeout). `log::logger().flush()` and
-//! [`BrokerHandle::flush`] are barriers: they return once every record
+//! Dropping a [`Broker`] drains every queue, flushes every appender and
+//! joins the workers (bounded by a timeout). The broker installed as the
+//! `log` backend lives for the rest of the process: dropping its
+//! [`LoggerGuard`] only flushes (so `let _ = logbus::init();` keeps
+//! logging), and [`LoggerGuard::shutdown`] stops it. `log::logger().flush()`
+//! and [`BrokerHandle::flush`] are barriers: they return once every record
 //! enqueued before them is written. [`Broker::shutdown_timeout`] returns a
 //! [`ShutdownReport`] of what was written and what was left. A log call after
-//! shutdown returns at once and is counted as dropped. `std::process::exit`
-//! skips destructors: shut down first.
+//! shutdown returns at once and is counted as dropped.
+//!
+//! `std::process::exit` skips destructors. On Unix an exit hook drains the
+//! installed broker when `main` returns or the process exits, for at most
+//! [`DEFAULT_EXIT_TIMEOUT`] ([`Builder::exit_timeout`]); elsewhere, flush or
+//! shut down before exiting ([`LoggerGuard`], "At exit").
 //!
 //! # Using with the `log` crate
 //!
@@ -166,9 +172,10 @@
 //! The minimum supported Rust version is 1.80 (`rust-version` in
 //! `Cargo.toml`).
 
-// The only `unsafe` is in `queue/lane.rs` and `recycle.rs` (and `fork(2)`
+// The `unsafe` code is in `queue/lane.rs` and `recycle.rs` (and `fork(2)`
 // calls in tests); each block says why it is sound, and `.ci/miri` runs
-// their tests under Miri.
+// their tests under Miri. Beside them, plain libc calls: `pthread_atfork`
+// (`fork.rs`), `atexit` (`log_backend.rs`), `pthread_self` (`broker/lifecycle.rs`).
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod broker;
@@ -190,6 +197,7 @@ mod sanitize;
 mod stats;
 mod subscription;
 mod sync;
+pub mod testing;
 mod thread_role;
 mod topic;
 mod worker;
@@ -218,7 +226,7 @@ pub use crate::{
         ReplayGap, ReplayReport, Retention, CONTEXT_KEY, CONTEXT_SCAN, DEFAULT_JOURNAL_BYTES,
         DEFAULT_JOURNAL_RECORDS, JOURNAL_SLACK_PER_RECORD,
     },
-    log_backend::LoggerGuard,
+    log_backend::{LoggerGuard, DEFAULT_EXIT_TIMEOUT},
     queue::{OverflowPolicy, DEFAULT_CAPACITY, MAX_CAPACITY},
     retry::{BreakerState, CircuitBreaker, RetryPolicy},
     sanitize::{Redaction, DEFAULT_MAX_RECORD_BYTES, REDACTED},

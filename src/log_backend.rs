@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::time::Duration;
 
 use log::kv::{self, VisitSource, VisitValue};
 use logbus_appenders::__private_api as produce;
@@ -18,7 +19,7 @@ use crate::thread_role::{self, RoutingGuard};
 /// Fills `out` (fresh or recycled, already carrying topic, seq and time)
 /// from the `log` crate's record, within the size bound, then redacts it
 /// (`sanitize.rs`). Returns whether the bound cut something.
-fn fill(out: &mut Record, record: &log::Record<'_>, intake: &Intake) -> bool {
+pub(crate) fn fill(out: &mut Record, record: &log::Record<'_>, intake: &Intake) -> bool {
     let args = record.args();
     let max = intake.max_bytes;
     let mut truncated = match args.as_str() {
@@ -212,37 +213,87 @@ impl log::Log for Broker {
     }
 }
 
-/// Makes `broker` the `log` backend.
-pub(crate) fn install(broker: Broker) -> Result<LoggerGuard, crate::InstallError> {
+/// How long the exit hook waits by default for the queues to drain when
+/// the process exits (see [`LoggerGuard`], "At exit", and
+/// [`Builder::exit_timeout`](crate::Builder::exit_timeout)).
+pub const DEFAULT_EXIT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Makes `broker` the `log` backend for the rest of the process, and on
+/// Unix registers the exit hook (unless `exit_timeout` is zero). The guard's
+/// drop flushes for at most `drop_timeout`.
+pub(crate) fn install(
+    broker: Broker,
+    exit_timeout: Duration,
+    drop_timeout: Duration,
+) -> Result<LoggerGuard, crate::InstallError> {
     let handle = broker.handle();
     match log::set_boxed_logger(Box::new(handle)) {
         Ok(()) => {
+            // The installed broker lives for the process, as the `log`
+            // crate's logger does: its owner is never dropped, so no drop
+            // can shut it down; only `LoggerGuard::shutdown` does.
+            let broker: &'static Broker = Box::leak(Box::new(broker));
             // Release: pairs with the Acquire in `publish_snapshot`, which
             // then keeps `log::max_level` in step with reconfigurations.
             broker.shared.installed.store(true, Ordering::Release);
             log::set_max_level(broker.max_level());
-            Ok(LoggerGuard { broker })
+            exit_hook::register(broker, exit_timeout);
+            Ok(LoggerGuard {
+                broker,
+                drop_timeout,
+            })
         }
         // `broker` is dropped here, which shuts its workers down.
         Err(_) => Err(crate::InstallError::AlreadyInstalled),
     }
 }
 
-/// Keeps the installed broker running; dropping it drains every queue,
-/// flushes every appender and joins the workers.
+/// The installed broker's guard: a handle on it, a flush when dropped, and
+/// the explicit shutdown.
 ///
-/// The `log` crate never drops its logger, so this guard is what guarantees
-/// that nothing queued is lost at exit. Bind it to a named variable in
-/// `main` (`let _guard = ...`; **not** `let _ = ...`, which drops it at
-/// once). `std::process::exit` skips destructors: call
-/// [`LoggerGuard::shutdown`] (or drop the guard) before it.
+/// # What dropping it does
 ///
-/// After the guard is dropped, log calls return at once and are counted as
-/// dropped.
-#[must_use = "dropping the guard shuts logging down; bind it with `let _guard = ...`"]
+/// Dropping the guard **flushes**: it waits (at most the builder's
+/// [`shutdown_timeout`](crate::Builder::shutdown_timeout), 30 s by default)
+/// until every record logged before is written and every appender flushed.
+/// Logging goes on afterwards: the installed broker lives for the rest of
+/// the process. So `let _ = logbus::init();` and a bare `logbus::init();`
+/// work (the guard is dropped at once, and flushes nothing); binding it
+/// (`let _guard = ...` in `main`) adds a flush where its scope ends.
+///
+/// [`shutdown`](LoggerGuard::shutdown) and
+/// [`shutdown_timeout`](LoggerGuard::shutdown_timeout) stop logging for
+/// the process: they drain every queue, flush every appender, join the
+/// workers and return a [`ShutdownReport`]; log calls after them return at
+/// once and are counted as dropped.
+///
+/// # At exit
+///
+/// On Unix, installing registers an exit hook (`atexit`) that runs when
+/// `main` returns or the process calls `std::process::exit` (which skips
+/// destructors, the guard's included): it flushes every subscription, for
+/// at most [`DEFAULT_EXIT_TIMEOUT`] (5 s) or
+/// [`Builder::exit_timeout`](crate::Builder::exit_timeout)
+/// (`Duration::ZERO` registers no hook). It waits for nothing when the
+/// broker was shut down before, in a forked child (the workers are the
+/// parent's), or for the worker of an appender that itself called `exit`.
+/// Records logged by other threads while the process exits, records of
+/// local [`Broker`]s, and anything after a `SIGKILL` or `abort` are not
+/// covered. `libc::_exit` and a death by signal run no hook.
+///
+/// Elsewhere (Windows) there is no hook: `std::process::exit`, and the
+/// end of the process after `main` returns, end the other threads at once,
+/// the workers with them, so records still queued are lost. There, keep the
+/// guard bound in `main` (its drop flushes when `main` returns) and call
+/// `log::logger().flush()` or [`shutdown`](LoggerGuard::shutdown) before
+/// `std::process::exit`.
+#[must_use = "dropping the guard only flushes, and logging goes on; bind it \
+              (`let _guard = ...`) to flush where its scope ends, or keep it \
+              to call `shutdown`"]
 #[derive(Debug)]
 pub struct LoggerGuard {
-    broker: Broker,
+    broker: &'static Broker,
+    drop_timeout: Duration,
 }
 
 impl LoggerGuard {
@@ -254,13 +305,32 @@ impl LoggerGuard {
     }
 
     /// Shuts down now, with the configured deadline, and returns the report.
+    /// Logging stops for the rest of the process: later log calls are
+    /// counted as dropped.
     pub fn shutdown(self) -> ShutdownReport {
-        self.broker.shutdown()
+        self.into_broker().shutdown()
     }
 
-    /// Shuts down with a deadline and returns the report.
-    pub fn shutdown_timeout(self, timeout: std::time::Duration) -> ShutdownReport {
-        self.broker.shutdown_timeout(timeout)
+    /// Shuts down with a deadline and returns the report; as
+    /// [`shutdown`](LoggerGuard::shutdown).
+    pub fn shutdown_timeout(self, timeout: Duration) -> ShutdownReport {
+        self.into_broker().shutdown_timeout(timeout)
+    }
+
+    /// The broker, without the guard's drop (whose flush would follow the
+    /// shutdown, and wait again for a worker the deadline left unfinished).
+    fn into_broker(self) -> &'static Broker {
+        let broker = self.broker;
+        std::mem::forget(self); // holds nothing but a reference and a number
+        broker
+    }
+}
+
+impl Drop for LoggerGuard {
+    fn drop(&mut self) {
+        // A timeout leaves the records queued, where the stats show them;
+        // on a worker thread the flush returns at once.
+        let _ = self.broker.flush_timeout(self.drop_timeout);
     }
 }
 
@@ -268,6 +338,75 @@ impl std::ops::Deref for LoggerGuard {
     type Target = BrokerHandle;
 
     fn deref(&self) -> &BrokerHandle {
-        &self.broker
+        self.broker
     }
+}
+
+/// The exit hook: one `atexit` handler, registered by the one successful
+/// install of the process, that drains the installed broker.
+///
+/// Why it is safe wherever `exit` is called (the drain's own cases, a
+/// worker thread, a forked child, a shutdown before or under way, are
+/// argued at `BrokerShared::drain_at_exit`):
+///
+/// - It runs at most once (`RAN`): a second `exit` (from an appender while
+///   the hook waits, or from another thread) returns from it at once, and
+///   never waits for the first.
+/// - Nothing unwinds into C: the body runs under `catch_unwind`, and it
+///   has no panicking path of its own (no unwrap, no index, a saturating
+///   deadline).
+/// - The exiting thread's thread-locals with destructors are gone when
+///   `atexit` handlers run (glibc runs their destructors first): the drain
+///   uses none of ours and compares threads with `pthread_self`;
+///   crossbeam-channel's blocking calls fall back to a fresh context when
+///   their thread-local is gone (`tests/exit_hook.rs` runs the hook after
+///   `exit` and after `main` returns).
+/// - `AT_EXIT` is set before `atexit` is called, so the hook finds it; in
+///   a process with no install there is no hook.
+#[cfg(all(unix, not(miri)))]
+mod exit_hook {
+    use std::panic::catch_unwind;
+    use std::time::Duration;
+
+    use crate::broker::Broker;
+    use crate::sync::{AtomicBool, OnceLock, Ordering};
+
+    /// The installed broker and the hook's deadline, set once before the
+    /// hook is registered.
+    static AT_EXIT: OnceLock<(&'static Broker, Duration)> = OnceLock::new();
+
+    /// Whether the hook has begun. Its states: `false` -> `true` once, by
+    /// the first call. AcqRel swap: the one RMW that lets exactly one
+    /// caller through; it publishes nothing else.
+    static RAN: AtomicBool = AtomicBool::new(false);
+
+    pub(super) fn register(broker: &'static Broker, timeout: Duration) {
+        if timeout.is_zero() || AT_EXIT.set((broker, timeout)).is_err() {
+            return;
+        }
+        // SAFETY: `at_exit` is an `extern "C" fn()` that lives for the
+        // process (a plain function) and never unwinds (see the module
+        // docs). A non-zero return (no room for another handler) leaves the
+        // process without a hook, as on other platforms.
+        unsafe {
+            libc::atexit(at_exit);
+        }
+    }
+
+    extern "C" fn at_exit() {
+        let _ = catch_unwind(|| {
+            if RAN.swap(true, Ordering::AcqRel) {
+                return;
+            }
+            if let Some((broker, timeout)) = AT_EXIT.get() {
+                let _ = broker.shared.drain_at_exit(*timeout);
+            }
+        });
+    }
+}
+
+/// No exit hook without Unix's `atexit` (see [`LoggerGuard`], "At exit").
+#[cfg(not(all(unix, not(miri))))]
+mod exit_hook {
+    pub(super) fn register(_: &'static crate::broker::Broker, _: std::time::Duration) {}
 }

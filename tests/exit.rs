@@ -1,5 +1,7 @@
 //! Guard drop writes everything queued, also when `main` then calls `std::process::exit`:
-//! the test re-runs its own binary as a child that logs, drops the guard and exits.
+//! the test re-runs its own binary as a child that logs, drops the guard and exits. The
+//! exit hook is off here (`exit_timeout(Duration::ZERO)`), so the guard's flush alone is
+//! tested; `tests/exit_hook.rs` tests the hook.
 
 mod common;
 
@@ -7,6 +9,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use logbus::{AppendError, Appender, Operation, OverflowPolicy, Record, Subscription};
 
@@ -49,6 +52,7 @@ fn child_logs_drops_the_guard_then_exits() {
     {
         let file = File::create(Path::new(&path)).unwrap();
         let _guard = logbus::builder()
+            .exit_timeout(Duration::ZERO)
             .appender(
                 Subscription::builder("lines", LineFile(BufWriter::new(file)))
                     .overflow(OverflowPolicy::Block),

@@ -1,6 +1,7 @@
 //! Installing logbus as the global `log` backend (its own process): records reach the
 //! appenders, `log::max_level` follows the subscriptions, a second install is refused,
-//! and dropping the guard writes everything queued.
+//! and shutting down through the guard writes everything queued, then stops logging
+//! (dropping the guard only flushes: `tests/guard_drop.rs`).
 
 mod common;
 
@@ -8,7 +9,7 @@ use logbus::{InstallError, LevelFilter, Memory, Subscription};
 
 /// One test: the global logger can be set only once per process.
 #[test]
-fn install_routes_log_macros_and_the_guard_drains_on_drop() {
+fn install_routes_log_macros_and_the_guards_shutdown_drains() {
     let (appender, info) = Memory::new();
     let (appender2, debug) = Memory::new();
     let guard = logbus::builder()
@@ -39,7 +40,7 @@ fn install_routes_log_macros_and_the_guard_drains_on_drop() {
     assert_eq!(debug.messages(), ["one", "two"]);
     assert!(spare_captured.is_empty());
 
-    // Records queued behind a stalled appender are written when the guard drops.
+    // Records queued behind a stalled appender are written by the guard's shutdown.
     let handle = guard.handle();
     let (gated, gate) = common::GatedAppender::new();
     handle
@@ -53,7 +54,8 @@ fn install_routes_log_macros_and_the_guard_drains_on_drop() {
     common::recv(&gate.entered, "the gated appender to take its first record");
     assert_eq!(handle.stats().subscriptions["gated"].matched, n);
     gate.open();
-    drop(guard);
+    let report = guard.shutdown();
+    assert!(report.unfinished.is_empty(), "{report:?}");
 
     let queued: Vec<String> = (0..n).map(|i| format!("q{i}")).collect();
     assert_eq!(common::user_messages(&gate.captured), queued);
@@ -61,7 +63,7 @@ fn install_routes_log_macros_and_the_guard_drains_on_drop() {
     expected.extend(queued);
     assert_eq!(common::user_messages(&info), expected);
 
-    // After the guard is dropped a log call returns at once and is counted:
+    // After the shutdown a log call returns at once and is counted:
     // a debug record matches only "debug" ...
     log::debug!(target: "app", "late debug");
     let stats = handle.stats();
