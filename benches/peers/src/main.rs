@@ -42,6 +42,7 @@ const LOGGERS: &[&str] = &[
     "logbus-block",
     "logbus-journal",
     "logbus-redact",
+    "logbus-3",
     "tracing-lossy",
     "tracing-blocking",
     "slog-async",
@@ -317,19 +318,24 @@ fn floor_bufwriter(a: &Args) -> Outcome {
 /// logbus with its file appender; `block`: the `Block` policy; `journal`:
 /// with the default journal on (every record also kept there); `redact`:
 /// with `Redaction::common()` and a message rewrite that looks for a
-/// secret (and finds none).
-fn logbus(a: &Args, block: bool, journal: bool, redact: bool) -> Outcome {
+/// secret (and finds none); `files`: that many file appenders, each taking
+/// every record (what an extra matching appender costs the caller).
+fn logbus(a: &Args, block: bool, journal: bool, redact: bool, files: usize) -> Outcome {
     use logbus::appenders::{FileAppender, Layout};
     use logbus::{Journal, OverflowPolicy, Redaction, Subscription};
-    let file = FileAppender::builder(a.out.join("logbus.log"))
-        .layout(Layout::parse("{ts} {level} {target}: {msg}{kv}").expect("layout"))
-        .build()
-        .expect("file appender");
-    let mut sub = Subscription::builder("file", file);
-    if block {
-        sub = sub.overflow(OverflowPolicy::Block);
+    let mut builder = logbus::builder();
+    for n in 0..files {
+        let name = if n == 0 { "logbus.log".to_owned() } else { format!("logbus-{n}.log") };
+        let file = FileAppender::builder(a.out.join(name))
+            .layout(Layout::parse("{ts} {level} {target}: {msg}{kv}").expect("layout"))
+            .build()
+            .expect("file appender");
+        let mut sub = Subscription::builder(format!("file{n}"), file);
+        if block {
+            sub = sub.overflow(OverflowPolicy::Block);
+        }
+        builder = builder.appender(sub);
     }
-    let mut builder = logbus::builder().appender(sub);
     if journal {
         builder = builder.journal(Journal::new());
     }
@@ -633,10 +639,11 @@ fn main() {
     let (mut lat, start, end) = match args.logger.as_str() {
         "floor-format" => floor_format(&args),
         "floor-bufwriter" => floor_bufwriter(&args),
-        "logbus" => logbus(&args, false, false, false),
-        "logbus-block" => logbus(&args, true, false, false),
-        "logbus-journal" => logbus(&args, false, true, false),
-        "logbus-redact" => logbus(&args, false, false, true),
+        "logbus" => logbus(&args, false, false, false, 1),
+        "logbus-block" => logbus(&args, true, false, false, 1),
+        "logbus-journal" => logbus(&args, false, true, false, 1),
+        "logbus-redact" => logbus(&args, false, false, true, 1),
+        "logbus-3" => logbus(&args, false, false, false, 3),
         "tracing-lossy" => tracing(&args, true),
         "tracing-blocking" => tracing(&args, false),
         "slog-async" => slog_async(&args),
