@@ -349,18 +349,25 @@ impl std::ops::Deref for LoggerGuard {
 /// worker thread, a forked child, a shutdown before or under way, are
 /// argued at `BrokerShared::drain_at_exit`):
 ///
-/// - It runs at most once (`RAN`): a second `exit` (from an appender while
-///   the hook waits, or from another thread) returns from it at once, and
-///   never waits for the first.
+/// - It runs at most once (`RAN`). A second `exit` while the hook waits
+///   does not reach it: Rust's `exit` parks a second exiting thread for
+///   ever (std's `unique_thread_exit`), so if that thread is a worker the
+///   hook waits for, the wait lasts until the deadline and the second exit
+///   code is lost.
+/// - Handlers run in the reverse order of registration: libraries set up
+///   after logbus (OpenSSL's cleanup, C++ static destructors) may be torn
+///   down before the drain, so an appender using one can fail at exit.
 /// - Nothing unwinds into C: the body runs under `catch_unwind`, and it
 ///   has no panicking path of its own (no unwrap, no index, a saturating
 ///   deadline).
 /// - The exiting thread's thread-locals with destructors are gone when
-///   `atexit` handlers run (glibc runs their destructors first): the drain
-///   uses none of ours and compares threads with `pthread_self`;
-///   crossbeam-channel's blocking calls fall back to a fresh context when
-///   their thread-local is gone (`tests/exit_hook.rs` runs the hook after
+///   `atexit` handlers run (glibc and macOS destroy them first): the drain
+///   reads only a const thread-local without a destructor, and polls
+///   instead of blocking, so neither crossbeam's context nor
+///   `thread::current` is needed (`tests/exit_hook.rs` runs the hook after
 ///   `exit` and after `main` returns).
+/// - Subscriptions that did not finish by the deadline are named on stderr
+///   (one raw `write`): their queued records are lost, not counted.
 /// - `AT_EXIT` is set before `atexit` is called, so the hook finds it; in
 ///   a process with no install there is no hook.
 #[cfg(all(unix, not(miri)))]
@@ -393,13 +400,37 @@ mod exit_hook {
         }
     }
 
+    /// Says on stderr which subscriptions did not finish: their queued
+    /// records are lost with the process, and the stats can no longer be
+    /// read. One `write(2)` on fd 2, not `eprintln!`: a stuck worker may
+    /// hold the stderr lock.
+    fn report(pending: &[String], timeout: Duration) {
+        let line = format!(
+            "logbus: at exit, not finished within {timeout:?} (their queued records are lost): {}\n",
+            pending.join(", ")
+        );
+        let mut bytes = line.as_bytes();
+        while !bytes.is_empty() {
+            // SAFETY: writes `bytes.len()` initialised bytes from a live
+            // buffer to fd 2; a closed or invalid fd only returns an error.
+            let written = unsafe { libc::write(2, bytes.as_ptr().cast(), bytes.len()) };
+            match usize::try_from(written) {
+                Ok(n) if n > 0 => bytes = &bytes[n.min(bytes.len())..],
+                _ => return,
+            }
+        }
+    }
+
     extern "C" fn at_exit() {
         let _ = catch_unwind(|| {
             if RAN.swap(true, Ordering::AcqRel) {
                 return;
             }
             if let Some((broker, timeout)) = AT_EXIT.get() {
-                let _ = broker.shared.drain_at_exit(*timeout);
+                let pending = broker.shared.drain_at_exit(*timeout);
+                if !pending.is_empty() {
+                    report(&pending, *timeout);
+                }
             }
         });
     }

@@ -38,7 +38,8 @@
 //!   [`Broker`](crate::Broker) with a [`Memory`](crate::Memory) appender.
 //!   Threads that outlive their test, or that another test started (a
 //!   shared pool, a runtime in a `static`), print into the output of the
-//!   test that spawned them, or to the real stderr once that test is over.
+//!   test that spawned them; once that test is over, what they log is
+//!   lost (libtest keeps their capture buffer, and shows it to no one).
 //! - **Another backend first**: `log` takes one backend per process. If
 //!   the test binary installed another one (or logbus through
 //!   [`crate::init`] or [`Builder::install`](crate::Builder::install)),

@@ -34,11 +34,24 @@ const WORKER: u8 = 2;
 thread_local! {
     static STATE: Cell<u8> = const { Cell::new(IDLE) };
     static THREAD: Cell<Option<ThreadInfo>> = const { Cell::new(None) };
+    /// The address of the subscription whose worker this thread is (0 on
+    /// other threads). Const and without a destructor, so it is still
+    /// readable in an `atexit` handler running on this thread, after the
+    /// thread-locals with destructors are gone.
+    static WORKER_OF: Cell<usize> = const { Cell::new(0) };
 }
 
-/// Marks the current thread as a logbus worker (for its whole life).
-pub(crate) fn mark_worker_thread() {
+/// Marks the current thread as the worker of the subscription at address
+/// `subscription` (for its whole life).
+pub(crate) fn mark_worker_thread(subscription: usize) {
     STATE.with(|s| s.set(WORKER));
+    WORKER_OF.with(|w| w.set(subscription));
+}
+
+/// The address of the subscription whose worker the current thread is, or
+/// 0; readable at `exit` (see `WORKER_OF`).
+pub(crate) fn worker_of() -> usize {
+    WORKER_OF.try_with(Cell::get).unwrap_or(0)
 }
 
 /// Whether the current thread is a logbus worker.
@@ -138,7 +151,7 @@ mod tests {
             assert!(in_logbus() && RoutingGuard::enter().is_none());
             drop(guard);
             assert!(!in_logbus() && !on_worker_thread());
-            mark_worker_thread();
+            mark_worker_thread(1);
             assert!(on_worker_thread() && in_logbus() && RoutingGuard::enter().is_none());
         })
         .join()

@@ -1,7 +1,8 @@
 //! The exit hook (Unix): records logged before `std::process::exit`, or before `main`
 //! returns, reach the file although the guard was dropped at once (`let _ = ...`); an
-//! `exit` from inside an appender, from a forked child, after a timed-out shutdown, with a
-//! stuck appender or with the hook turned off never hangs. Each test re-runs this binary as
+//! `exit` from inside an appender (also one being unsubscribed), from a forked child, after
+//! a timed-out shutdown, with a stuck appender (named on stderr) or with the hook turned off
+//! never hangs, and one during another thread's shutdown waits for its drain. Each test re-runs this binary as
 //! a child that installs the global backend (`tests/common/child.rs`); a child that hangs
 //! is ended by its alarm and fails the test.
 
@@ -267,8 +268,131 @@ fn child_exits_with_a_stuck_appender() {
 
 #[test]
 fn a_stuck_appender_holds_exit_for_the_deadline_only_and_the_others_drain() {
-    let lines = run_with_file("child_exits_with_a_stuck_appender");
-    assert_eq!(lines, child::numbers(RECORDS));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lines.log");
+    let test = "child_exits_with_a_stuck_appender";
+    let output = child::run(test, path.to_str().unwrap(), &[]);
+    child::assert_success(&output, test);
+    assert_eq!(child::lines(&path), child::numbers(RECORDS));
+    // What the deadline left queued is lost with the process: said on stderr, not silent.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "logbus: at exit, not finished within 200ms (their queued records are lost): gated"
+        ),
+        "{stderr}"
+    );
+}
+
+/// An appender that calls `exit` once released, from its worker thread.
+struct ExitWhenReleased {
+    entered: Sender<()>,
+    release: Receiver<()>,
+}
+
+impl Appender for ExitWhenReleased {
+    fn append(&mut self, _: &Record) -> Result<(), AppendError> {
+        let _ = self.entered.send(());
+        let _ = self.release.recv();
+        std::process::exit(0);
+    }
+
+    fn flush(&mut self) -> Result<(), AppendError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn child_exits_inside_an_appender_being_unsubscribed() {
+    let Some(path) = child::role("child_exits_inside_an_appender_being_unsubscribed") else {
+        return;
+    };
+    let (entered_tx, entered) = crossbeam_channel::bounded(1);
+    let (release, release_rx) = crossbeam_channel::bounded::<()>(0);
+    let guard = logbus::builder()
+        // Waiting for itself would hold exit for the hour.
+        .exit_timeout(Duration::from_secs(3600))
+        .appender(lines_to(&path, "*.others"))
+        .appender(
+            Subscription::builder(
+                "exits",
+                ExitWhenReleased {
+                    entered: entered_tx,
+                    release: release_rx,
+                },
+            )
+            .pattern("*.exits"),
+        )
+        .install()
+        .unwrap();
+    log_numbers("others", 1000);
+    log::info!(target: "exits", "go");
+    common::recv(&entered, "the appender to be entered");
+    // Another thread unsubscribes it: the join takes the worker's handle, so the hook must
+    // recognise its own worker otherwise.
+    let handle = guard.handle();
+    let (unsubscribing_tx, unsubscribing) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        unsubscribing_tx.send(()).unwrap();
+        let _ = handle.unsubscribe("exits");
+    });
+    common::recv(&unsubscribing, "the unsubscribe to start");
+    drop(release); // the appender calls exit on its worker thread
+    loop {
+        std::thread::park();
+    }
+}
+
+#[test]
+fn exit_inside_an_appender_being_unsubscribed_does_not_wait_for_itself() {
+    let lines = run_with_file("child_exits_inside_an_appender_being_unsubscribed");
+    assert_eq!(lines, child::numbers(1000));
+}
+
+/// A slow appender: half a millisecond per record (its work, not a synchronisation).
+struct Slow<A>(A);
+
+impl<A: Appender> Appender for Slow<A> {
+    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
+        std::thread::sleep(Duration::from_micros(500));
+        self.0.append(record)
+    }
+
+    fn flush(&mut self) -> Result<(), AppendError> {
+        self.0.flush()
+    }
+}
+
+#[test]
+fn child_exits_while_another_thread_shuts_down() {
+    let Some(path) = child::role("child_exits_while_another_thread_shuts_down") else {
+        return;
+    };
+    let file = FileAppender::builder(&path)
+        .layout(Layout::parse("{msg}").unwrap())
+        .build()
+        .unwrap();
+    let guard = logbus::builder()
+        .exit_timeout(Duration::from_secs(3600))
+        .appender(Subscription::builder("slow", Slow(file)).capacity(32_768))
+        .install()
+        .unwrap();
+    log_numbers("app", 2000);
+    let (shutting_tx, shutting) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        shutting_tx.send(()).unwrap();
+        let _ = guard.shutdown();
+    });
+    common::recv(&shutting, "the shutdown to start");
+    // Whether the hook finds the shutdown under way or not yet begun, it must not end the
+    // process under the draining worker.
+    std::process::exit(0);
+}
+
+#[test]
+fn exit_while_another_thread_shuts_down_waits_for_its_drain() {
+    let lines = run_with_file("child_exits_while_another_thread_shuts_down");
+    assert_eq!(lines, child::numbers(2000));
 }
 
 #[test]

@@ -22,7 +22,12 @@ fn copy_fixture(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(dir.join("src")).unwrap();
     let manifest = std::fs::read_to_string(fixture.join("Cargo.toml")).unwrap();
     let root_path = root().display().to_string().replace('\\', "/");
-    let manifest = manifest.replace(r#"path = "../../..""#, &format!("path = {root_path:?}"));
+    // A TOML literal string: no escapes to get wrong (a path with `'` is refused).
+    assert!(
+        !root_path.contains('\''),
+        "the checkout's path holds a quote: {root_path}"
+    );
+    let manifest = manifest.replace(r#"path = "../../..""#, &format!("path = '{root_path}'"));
     assert!(
         manifest.contains(&root_path),
         "the fixture's path dependency moved"

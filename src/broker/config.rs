@@ -50,6 +50,8 @@ pub(super) struct Config {
     /// The journal, copied into every new snapshot (`broker/journal.rs`).
     pub(super) journal: Option<JournalRoute>,
     pub(super) shut_down: bool,
+    /// Set when a shutdown returned (the exit hook then waits for nothing).
+    pub(super) shutdown_finished: bool,
     /// Subscriptions being removed: routing has stopped, their workers are
     /// still draining (possibly feeding the dead-letter route). Shutdown
     /// waits for them before it stops the dead-letter route; each removal
@@ -72,6 +74,7 @@ impl Config {
             global: None,
             journal: None,
             shut_down: false,
+            shutdown_finished: false,
             removing: Vec::new(),
         }
     }

@@ -11,11 +11,13 @@
 
 use std::time::{Duration, Instant};
 
+use crossbeam_channel::TryRecvError;
+
 use super::BrokerShared;
 use crate::error::FlushError;
 use crate::stats::ShutdownReport;
 use crate::subscription::{Control, SubShared};
-use crate::sync::{Arc, Ordering};
+use crate::sync::{Arc, Mutex, MutexGuard, Ordering, TryLockError};
 use crate::thread_role;
 use crate::worker;
 
@@ -78,9 +80,11 @@ impl BrokerShared {
     }
 
     /// What the exit hook (`log_backend.rs`) does at `exit` for the
-    /// installed broker: a flush of every subscription, bounded by
-    /// `timeout`, that never waits for the calling thread's own worker.
-    /// Returns the names of the subscriptions that did not finish.
+    /// installed broker: a flush of every subscription (or, while a
+    /// shutdown is under way on another thread, a wait for its workers to
+    /// end), bounded by `timeout`, that never waits for the calling
+    /// thread's own worker. Returns the names of the subscriptions that did
+    /// not finish.
     ///
     /// `exit` runs the hook on the thread that called it, while every other
     /// thread still runs; so the workers are there to drain, and the only
@@ -91,37 +95,70 @@ impl BrokerShared {
     ///   workers stayed with the parent and a lock another thread held at
     ///   the fork stays held. Checked first, before any lock: nothing to
     ///   drain (the child's log calls were counted as dropped, `fork.rs`).
-    /// - **After a shutdown** (explicit, or still under way on another
-    ///   thread): that shutdown had (or has) its own deadline, and workers
-    ///   it left unfinished are stuck in their appender; nothing is waited
-    ///   for again. A shutdown that starts while the hook waits makes the
-    ///   workers drain and end, which answers the hook's flush
-    ///   (`flush_all` also ends on a worker's end).
+    /// - **This thread holds a logbus lock** (`exit` from a signal handler
+    ///   that interrupted a reconfiguration): the config lock is only
+    ///   *tried*, until the deadline, and no other lock is taken, so the
+    ///   hook gives up at the deadline instead of deadlocking on itself. (A
+    ///   handler that interrupted `malloc` can still deadlock the drain's
+    ///   allocations: call `_exit` from signal handlers, as POSIX says.)
+    /// - **A shutdown finished** before: it had its own deadline, and the
+    ///   workers it left unfinished are stuck in their appender; nothing is
+    ///   waited for again. **A shutdown under way** on another thread: its
+    ///   workers are draining; the hook waits for them to end, until its
+    ///   deadline, rather than ending the process under them.
     /// - **On a worker thread** (an appender called `exit`): that worker is
     ///   inside its appender and cannot answer, so its subscription is left
-    ///   out (found by comparing `pthread_self` with the worker's join
-    ///   handle, which needs no thread-local: those of the exiting thread
-    ///   are destroyed before the hook runs). The other workers are waited
-    ///   for as from any thread; none of them waits for this one, except a
-    ///   dead letter pushed under `Block` into this worker's own route,
-    ///   which the deadline bounds. While the handle is not in its place
-    ///   (the worker started but `spawn` has not stored it yet, or another
-    ///   thread is joining it) the worker is not recognised, and the wait
-    ///   for it lasts until the deadline.
+    ///   out, recognised by the address each worker keeps in a const
+    ///   thread-local without a destructor (`thread_role::worker_of`),
+    ///   which outlives the other thread-locals into the hook. The other
+    ///   workers are waited for as from any thread; none of them waits for
+    ///   this one, except a dead letter pushed under `Block` into this
+    ///   worker's own route, which the deadline bounds.
     /// - **From a predicate or a message's `Display`**: those run on the
     ///   caller's thread outside every lock and before the publish gate, so
     ///   the flush is an ordinary one.
     ///
-    /// Every wait (the config lock aside, which is never held while
-    /// waiting or calling user code) has `deadline`; the deadline itself
-    /// saturates instead of overflowing.
+    /// The waits use no thread-local and never park: the exiting thread's
+    /// thread-locals with destructors are gone (glibc and macOS destroy
+    /// them before `atexit` handlers run), and so may be what blocking
+    /// channel operations and `thread::current` need on some platforms and
+    /// Rust versions. Requests are sent with `try_send` and answers polled
+    /// with `try_recv` between short sleeps (`nanosleep`).
     #[cfg_attr(not(all(unix, not(miri))), allow(dead_code))]
     pub(crate) fn drain_at_exit(&self, timeout: Duration) -> Vec<String> {
-        if self.in_forked_child() || self.is_shut_down() {
+        if self.in_forked_child() {
             return Vec::new();
         }
         let deadline = deadline_after(timeout);
-        self.flush_where(deadline, |sub| !is_own_worker(sub))
+        let Some(config) = try_lock_until(&self.config, deadline) else {
+            return vec!["(the configuration lock is held by the exiting thread)".to_owned()];
+        };
+        let (snapshot, removing) = (Arc::clone(&config.snapshot), config.removing.clone());
+        let (shutting_down, finished) = (config.shut_down, config.shutdown_finished);
+        drop(config);
+        if finished {
+            return Vec::new();
+        }
+        let own = thread_role::worker_of();
+        let is_own = |sub: &SubShared| std::ptr::from_ref(sub) as usize == own;
+        let subs: Vec<&SubShared> = snapshot
+            .entries
+            .iter()
+            .map(|e| &*e.sub)
+            .chain(removing.iter().map(|s| &**s))
+            .filter(|sub| !is_own(sub))
+            .collect();
+        let dead = self.dead_letters.get().filter(|dead| !is_own(dead));
+        if shutting_down {
+            // The shutdown drains and joins them; wait for their ends.
+            let all: Vec<&SubShared> = subs.into_iter().chain(dead.map(|d| &**d)).collect();
+            return poll_until(deadline, &all, |_| crossbeam_channel::never());
+        }
+        let mut pending = poll_flush(&subs, deadline);
+        if let Some(dead) = dead {
+            pending.extend(poll_flush(&[&**dead], deadline));
+        }
+        pending
     }
 
     pub(crate) fn shutdown(&self, timeout: Duration) -> ShutdownReport {
@@ -166,6 +203,7 @@ impl BrokerShared {
                 unfinished.push(dead.name.to_string());
             }
         }
+        self.lock_config().shutdown_finished = true;
         let stats = self.stats();
         ShutdownReport {
             subscriptions: stats.subscriptions,
@@ -184,25 +222,76 @@ fn deadline_after(timeout: Duration) -> Instant {
         .unwrap_or(now)
 }
 
-/// Whether `sub`'s worker is the calling thread. Compares thread handles
-/// with `pthread_self`, which reads no thread-local (the exit hook runs
-/// after the exiting thread's thread-locals are destroyed).
-#[cfg(unix)]
-fn is_own_worker(sub: &SubShared) -> bool {
-    use std::os::unix::thread::JoinHandleExt;
-    // SAFETY: `pthread_self` has no preconditions and cannot fail.
-    let me = unsafe { libc::pthread_self() };
-    crate::sync::lock(&sub.worker)
-        .as_ref()
-        // SAFETY: `pthread_equal` compares two thread ids; both are valid
-        // (ours, and that of a thread whose handle is not yet joined).
-        .is_some_and(|handle| unsafe { libc::pthread_equal(handle.as_pthread_t(), me) } != 0)
+/// Locks `mutex` by trying until `deadline` (the exit hook's way: the
+/// exiting thread may itself hold it, interrupted by a signal).
+#[cfg_attr(not(all(unix, not(miri))), allow(dead_code))]
+fn try_lock_until<T>(mutex: &Mutex<T>, deadline: Instant) -> Option<MutexGuard<'_, T>> {
+    let mut nap = EXIT_POLL_MIN;
+    loop {
+        match mutex.try_lock() {
+            Ok(guard) => return Some(guard),
+            Err(TryLockError::Poisoned(poisoned)) => return Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) if Instant::now() >= deadline => return None,
+            Err(TryLockError::WouldBlock) => nap = exit_nap(nap),
+        }
+    }
 }
 
-/// No exit hook elsewhere (`log_backend.rs`): never called there.
-#[cfg(not(unix))]
-fn is_own_worker(_: &SubShared) -> bool {
-    false
+/// The exit hook's shortest and longest sleep between two polls.
+#[cfg_attr(not(all(unix, not(miri))), allow(dead_code))]
+const EXIT_POLL_MIN: Duration = Duration::from_micros(50);
+#[cfg_attr(not(all(unix, not(miri))), allow(dead_code))]
+const EXIT_POLL_MAX: Duration = Duration::from_millis(2);
+
+/// Sleeps `nap` (`nanosleep`: no thread-local, no parking) and returns the
+/// next, doubled up to [`EXIT_POLL_MAX`].
+#[cfg_attr(not(all(unix, not(miri))), allow(dead_code))]
+fn exit_nap(nap: Duration) -> Duration {
+    std::thread::sleep(nap);
+    (nap * 2).min(EXIT_POLL_MAX)
+}
+
+/// The exit hook's flush: a request to each subscription with `try_send`
+/// (a full control channel, stale requests of timed-out flushes, counts as
+/// no answer), then [`poll_until`] their answers.
+#[cfg_attr(not(all(unix, not(miri))), allow(dead_code))]
+fn poll_flush(subs: &[&SubShared], deadline: Instant) -> Vec<String> {
+    let mut acks = Vec::with_capacity(subs.len());
+    for sub in subs {
+        let (ack_tx, ack_rx) = crossbeam_channel::bounded(1);
+        match sub.ctrl.try_send(Control::Flush(ack_tx)) {
+            Ok(()) => acks.push(ack_rx),
+            // Full: it will not answer this one in time; `done` may still
+            // say it ended. Disconnected: it ended, `done` says so.
+            Err(_) => acks.push(crossbeam_channel::never()),
+        }
+        sub.queue.waker.wake();
+    }
+    poll_until(deadline, subs, |i| acks[i].clone())
+}
+
+/// Polls until each subscription answered on its `ack(i)` or ended
+/// (`done` disconnected), or `deadline`; returns those that did neither.
+#[cfg_attr(not(all(unix, not(miri))), allow(dead_code))]
+fn poll_until(
+    deadline: Instant,
+    subs: &[&SubShared],
+    ack: impl Fn(usize) -> crossbeam_channel::Receiver<()>,
+) -> Vec<String> {
+    let acks: Vec<_> = (0..subs.len()).map(ack).collect();
+    let mut open: Vec<usize> = (0..subs.len()).collect();
+    let mut nap = EXIT_POLL_MIN;
+    loop {
+        open.retain(|&i| {
+            let answered = !matches!(acks[i].try_recv(), Err(TryRecvError::Empty));
+            let ended = matches!(subs[i].done.try_recv(), Err(TryRecvError::Disconnected));
+            !(answered || ended)
+        });
+        if open.is_empty() || Instant::now() >= deadline {
+            return open.iter().map(|&i| subs[i].name.to_string()).collect();
+        }
+        nap = exit_nap(nap);
+    }
 }
 
 /// Sends a flush to every subscription, then waits for all of them; returns

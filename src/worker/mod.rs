@@ -115,7 +115,9 @@ pub(crate) fn spawn(
             // Dropped when the thread ends, however it ends: disconnects
             // `done`.
             let _done = done_tx;
-            crate::thread_role::mark_worker_thread();
+            // The address identifies the subscription for the exit hook
+            // (`broker/lifecycle.rs`), which must not wait for its own thread.
+            crate::thread_role::mark_worker_thread(Arc::as_ptr(&worker.shared) as usize);
             worker.shared.queue.waker.register();
             worker.run();
         })
