@@ -6,6 +6,7 @@
 # commits where wall-clock timings on a shared machine cannot.
 #
 #   benches/peers/callgrind.sh [LOGGER] [RECORDS]   (defaults: logbus-block, 200000)
+#   BIN=path/to/logbus-peers benches/peers/callgrind.sh   (another build, e.g. a base's)
 #
 # Needs valgrind (apt-get install valgrind) and python3.
 set -euo pipefail
@@ -15,8 +16,12 @@ logger="${1:-logbus-block}"
 records="${2:-200000}"
 command -v valgrind >/dev/null || { echo "valgrind not found: apt-get install valgrind" >&2; exit 1; }
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$here/target}"
-(cd "$here" && cargo build --release --quiet)
-bin="$CARGO_TARGET_DIR/release/logbus-peers"
+if [ -n "${BIN:-}" ]; then
+  bin="$BIN"
+else
+  (cd "$here" && cargo build --release --quiet)
+  bin="$CARGO_TARGET_DIR/release/logbus-peers"
+fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
