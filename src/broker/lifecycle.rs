@@ -17,7 +17,7 @@ use super::BrokerShared;
 use crate::error::FlushError;
 use crate::stats::ShutdownReport;
 use crate::subscription::{Control, SubShared};
-use crate::sync::{Arc, Mutex, MutexGuard, Ordering, TryLockError};
+use crate::sync::{thread, Arc, Mutex, MutexGuard, Ordering, TryLockError};
 use crate::thread_role;
 use crate::worker;
 
@@ -247,7 +247,7 @@ const EXIT_POLL_MAX: Duration = Duration::from_millis(2);
 /// next, doubled up to [`EXIT_POLL_MAX`].
 #[cfg_attr(not(all(unix, not(miri))), allow(dead_code))]
 fn exit_nap(nap: Duration) -> Duration {
-    std::thread::sleep(nap);
+    thread::sleep(nap);
     (nap * 2).min(EXIT_POLL_MAX)
 }
 
