@@ -146,7 +146,15 @@ impl BrokerShared {
         let directives = builder.directives.clone();
         let predicate = builder.predicate.clone();
         let dead_letters = DeadLetters::Route(Arc::clone(&self.dead_letters));
-        let sub = worker::spawn(builder, dead_letters, &self.pool, Arc::clone(&self.seq))?;
+        let sub = match worker::spawn(builder, dead_letters, &self.pool, Arc::clone(&self.seq)) {
+            Ok(sub) => sub,
+            Err(failed) => {
+                // The unstarted worker holds the appender: its `Drop` is
+                // user code, run with no lock held.
+                drop(config);
+                return Err(failed.into_error());
+            }
+        };
         let mut entry = Entry {
             sub: Arc::clone(&sub),
             patterns,
@@ -206,12 +214,20 @@ impl BrokerShared {
         if builder.replay.is_some() || builder.recorder.is_some() {
             return Err(SubscribeError::NotForDeadLetters);
         }
-        let sub = worker::spawn(
+        let spawned = worker::spawn(
             builder,
             DeadLetters::IsDeadLetter,
             &self.pool,
             Arc::clone(&self.seq),
-        )?;
+        );
+        let sub = match spawned {
+            Ok(sub) => sub,
+            Err(failed) => {
+                // As in `subscribe`: the appender is dropped unlocked.
+                drop(config);
+                return Err(failed.into_error());
+            }
+        };
         // Cannot fail: checked above under the config lock, which every
         // setter holds.
         let _ = self.dead_letters.set(Arc::clone(&sub));

@@ -138,8 +138,15 @@ impl BrokerShared {
             let (level, directives) = (builder.level, builder.directives.clone());
             let predicate = builder.predicate.clone();
             let dead_letters = DeadLetters::Route(Arc::clone(&self.dead_letters));
-            let sub = worker::spawn(builder, dead_letters, &self.pool, Arc::clone(&self.seq))
-                .map_err(ReplaceError::Subscribe)?;
+            let spawned = worker::spawn(builder, dead_letters, &self.pool, Arc::clone(&self.seq));
+            let sub = match spawned {
+                Ok(sub) => sub,
+                Err(failed) => {
+                    // As in `subscribe`: the appender is dropped unlocked.
+                    drop(config);
+                    return Err(ReplaceError::Subscribe(failed.into_error()));
+                }
+            };
             let mut entries = config.snapshot.entries.clone();
             let old = std::mem::replace(
                 &mut entries[index],

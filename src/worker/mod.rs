@@ -67,12 +67,18 @@ pub(crate) struct Worker {
 
 /// Creates a subscription's shared state from `builder` and starts its
 /// worker thread `logbus-<name>`.
+///
+/// # Errors
+///
+/// If the thread cannot be started: the unstarted worker, which holds the
+/// user's appender, comes back inside [`SpawnFailed`], for the caller to
+/// drop once it released its locks (an appender's `Drop` is user code).
 pub(crate) fn spawn(
     builder: SubscriptionBuilder,
     dead_letters: DeadLetters,
     pool: &Pool,
     seq: Arc<CacheLine<AtomicU64>>,
-) -> Result<Arc<SubShared>, SubscribeError> {
+) -> Result<Arc<SubShared>, SpawnFailed> {
     let (queue, drain) = Queue::new(builder.capacity, builder.max_bytes, builder.overflow);
     if builder.replay.is_some() {
         // Held before the worker thread exists, so that its every take sees
@@ -109,21 +115,77 @@ pub(crate) fn spawn(
         last_error: None,
         hand_back: pool.hand_back(),
     };
-    let thread = thread::Builder::new()
-        .name(format!("logbus-{}", shared.name))
-        .spawn(move || {
-            // Dropped when the thread ends, however it ends: disconnects
-            // `done`.
-            let _done = done_tx;
-            // The address identifies the subscription for the exit hook
-            // (`broker/lifecycle.rs`), which must not wait for its own thread.
-            crate::thread_role::mark_worker_thread(Arc::as_ptr(&worker.shared) as usize);
-            worker.shared.queue.waker.register();
-            worker.run();
-        })
-        .map_err(SubscribeError::Spawn)?;
-    *lock(&shared.worker) = Some(thread);
-    Ok(shared)
+    // The worker goes to its thread through a slot, so that a failed spawn
+    // (which drops the closure inside `spawn`) leaves it with us.
+    let slot = Arc::new(Mutex::new(Some(worker)));
+    let theirs = Arc::clone(&slot);
+    let spawned = start_thread(format!("logbus-{}", shared.name), move || {
+        // Dropped when the thread ends, however it ends: disconnects `done`.
+        let _done = done_tx;
+        let Some(worker) = lock(&theirs).take() else {
+            return;
+        };
+        drop(theirs);
+        // The address identifies the subscription for the exit hook
+        // (`broker/lifecycle.rs`), which must not wait for its own thread.
+        crate::thread_role::mark_worker_thread(Arc::as_ptr(&worker.shared) as usize);
+        worker.shared.queue.waker.register();
+        worker.run();
+    });
+    match spawned {
+        Ok(thread) => {
+            *lock(&shared.worker) = Some(thread);
+            Ok(shared)
+        }
+        Err(error) => Err(SpawnFailed {
+            error,
+            unstarted: lock(&slot).take().map(Box::new),
+        }),
+    }
+}
+
+/// A worker thread that could not be started, and the worker it was to
+/// run (with the user's appender).
+pub(crate) struct SpawnFailed {
+    error: std::io::Error,
+    unstarted: Option<Box<Worker>>,
+}
+
+impl std::fmt::Debug for SpawnFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpawnFailed")
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SpawnFailed {
+    /// The error, the worker dropped here: call it with no lock held.
+    pub(crate) fn into_error(self) -> SubscribeError {
+        drop(self.unstarted);
+        SubscribeError::Spawn(self.error)
+    }
+}
+
+/// Starts a named thread; under `cfg(test)`, fails instead on a thread
+/// that set [`FAIL_SPAWNS`] (a failed spawn cannot be provoked otherwise
+/// when running as root).
+fn start_thread(
+    name: String,
+    body: impl FnOnce() + Send + 'static,
+) -> std::io::Result<thread::JoinHandle<()>> {
+    #[cfg(test)]
+    if FAIL_SPAWNS.with(std::cell::Cell::get) {
+        drop(body);
+        return Err(std::io::Error::from(std::io::ErrorKind::WouldBlock));
+    }
+    thread::Builder::new().name(name).spawn(body)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Makes [`start_thread`] fail on this thread (tests only).
+    pub(crate) static FAIL_SPAWNS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Closes the gate of a removed subscription, tells its worker to finish and
@@ -349,5 +411,65 @@ mod tests {
         let stats = sub.stats();
         assert_eq!((stats.matched, stats.written, stats.in_queue), (1, 1, 0));
         assert_eq!(captured.records().len(), 1);
+    }
+}
+
+#[cfg(test)]
+mod spawn_tests {
+    use super::*;
+    use crate::{Broker, BrokerHandle, Memory, Subscription};
+
+    /// An appender whose `Drop` reads the broker's stats (which takes the
+    /// config lock), then says it is done.
+    struct ReadsStatsOnDrop {
+        handle: BrokerHandle,
+        dropped: crossbeam_channel::Sender<()>,
+    }
+
+    impl Appender for ReadsStatsOnDrop {
+        fn append(&mut self, _: &Record) -> Result<(), AppendError> {
+            Ok(())
+        }
+
+        fn flush(&mut self) -> Result<(), AppendError> {
+            Ok(())
+        }
+    }
+
+    impl Drop for ReadsStatsOnDrop {
+        fn drop(&mut self) {
+            let _ = self.handle.stats();
+            let _ = self.dropped.send(());
+        }
+    }
+
+    #[test]
+    fn a_failed_spawn_drops_the_appender_with_no_lock_held() {
+        let broker = Broker::new();
+        broker
+            .subscribe(Subscription::builder("old", Memory::new().0))
+            .unwrap();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let (handle, dropped) = (broker.handle(), tx.clone());
+        // On a thread of its own: under the config lock, the drop would
+        // deadlock that thread, and this one would see no message.
+        let attempts = thread::spawn(move || {
+            FAIL_SPAWNS.with(|f| f.set(true));
+            let appender = |dropped| ReadsStatsOnDrop {
+                handle: handle.clone(),
+                dropped,
+            };
+            let subscribed =
+                handle.subscribe(Subscription::builder("a", appender(dropped.clone())));
+            let replaced = handle.replace("old", Subscription::builder("new", appender(dropped)));
+            (subscribed.is_err(), replaced.is_err())
+        });
+        for what in ["subscribe", "replace"] {
+            rx.recv_timeout(std::time::Duration::from_secs(60))
+                .unwrap_or_else(|e| panic!("the appender of a failed {what} was not dropped: {e}"));
+        }
+        assert_eq!(attempts.join().unwrap(), (true, true));
+        let names: Vec<String> = broker.stats().subscriptions.into_keys().collect();
+        assert_eq!(names, ["old"]);
     }
 }
