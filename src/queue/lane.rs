@@ -412,8 +412,13 @@ impl LaneProducer {
     /// the lanes replaced inside it (`gate.rs`).
     pub(crate) fn leave(&mut self) {
         self.lane.busy.leave();
-        for old in self.retired.drain(..) {
-            old.busy.leave();
+        // Almost always empty (a lane replaced inside this gate): the check
+        // spares the caller's path a `Drain`'s setup and drop (about 40
+        // instructions a record, `benches/peers/callgrind.sh`).
+        if !self.retired.is_empty() {
+            for old in self.retired.drain(..) {
+                old.busy.leave();
+            }
         }
     }
 
