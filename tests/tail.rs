@@ -59,22 +59,32 @@ struct Logs {
 
 impl Logs {
     fn new() -> Logs {
-        Logs::named(Naming::NUMBERED)
+        Logs::named(Naming::NUMBERED, None)
     }
 
     fn dated() -> Logs {
-        Logs::named(Naming::DATED)
+        Logs::named(Naming::DATED, None)
     }
 
-    fn named(naming: Naming) -> Logs {
+    /// Dated, and rotated by size too: with `max_bytes(1)` each record
+    /// gets a file of its own.
+    fn dated_sized(max_bytes: u64) -> Logs {
+        Logs::named(Naming::DATED, Some(max_bytes))
+    }
+
+    fn named(naming: Naming, max_bytes: Option<u64>) -> Logs {
         let dir = tempfile::tempdir().unwrap();
         let clock = ManualClock(Arc::new(AtomicU64::new(START)));
         let file = |name: &str| {
-            FileAppender::builder(dir.path().join(name))
+            let builder = FileAppender::builder(dir.path().join(name))
                 .rotate_every(Rotation::HOURLY)
                 .naming(naming)
                 .keep(5)
-                .clock(clock.clone())
+                .clock(clock.clone());
+            match max_bytes {
+                Some(max) => builder.max_bytes(max),
+                None => builder,
+            }
         };
         let broker = common::broker();
         broker
@@ -118,6 +128,12 @@ impl Logs {
     fn next_hour(&self) {
         // Relaxed: see `ManualClock::now`.
         self.clock.0.fetch_add(HOUR, Ordering::Relaxed);
+    }
+
+    /// Moves the clock an hour back.
+    fn previous_hour(&self) {
+        // Relaxed: see `ManualClock::now`.
+        self.clock.0.fetch_sub(HOUR, Ordering::Relaxed);
     }
 
     /// The text appender's line for the record whose message is `msg`,
@@ -682,6 +698,25 @@ fn follow_reads_dated_rotations_between_two_reads_oldest_first_once() {
     follower.resume();
     follower.expect(&logs.text_lines(&["g", "h", "i"]));
     follower.expect(&infos(&logs, &["j"]));
+}
+
+#[test]
+fn follow_reads_each_file_once_after_the_clock_goes_back() {
+    let logs = Logs::dated_sized(1);
+    infos(&logs, &["a"]);
+    let follower = Follower::spawn(&["-n", "1"], &logs.json());
+    follower.expect(&logs.text_lines(&["a"]));
+    logs.next_hour();
+    follower.expect(&infos(&logs, &["b"])); // "a" rotated as T00
+    logs.previous_hour();
+    follower.expect(&infos(&logs, &["c"])); // "b" rotated as T01
+                                            // The file holding "c" started at T00 by the clock, but is named
+                                            // after T01, so the follower, which holds it, finds nothing newer
+                                            // than it and reads "b" only once.
+    follower.expect(&infos(&logs, &["d"]));
+    let json = logs.dir.path().join("app.json.2026-11-29T01.1");
+    assert!(fs::read_to_string(json).unwrap().contains(r#""msg":"c""#));
+    follower.expect(&infos(&logs, &["e"]));
 }
 
 #[test]

@@ -46,7 +46,13 @@ use crate::render::Pipeline;
 /// - Retention keeps rotated files by count, age and total size, every
 ///   limit at once, oldest removed first, when the file is opened and after
 ///   each rotation; it only ever removes files named as this appender names
-///   them, never another file of the directory.
+///   them, never another file of the directory (nor a symlink with such
+///   a name).
+/// - Any file named like one of its rotated files is taken for one: two
+///   appenders whose names collide (one at `app.log`, another at
+///   `app.log.1` or `app.log.2026-12-01`) rename and remove each other's
+///   files. Give each appender a name that is not another's name plus a
+///   stamp (or a directory of its own).
 /// - A file moved away or deleted by another tool (logrotate) is noticed
 ///   before the first write after a flush (the broker flushes when its
 ///   queue runs empty), and at most a second later during a flood, and the

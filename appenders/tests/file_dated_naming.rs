@@ -5,6 +5,7 @@
 mod common;
 
 use std::fs;
+use std::io;
 
 use common::{at, msg_builder, names, numbered, read_in, set_modified, temp_log, ManualClock};
 use logbus_appenders::{Appender, FileAppender, JsonAppender, Naming, Operation, Rotation};
@@ -196,6 +197,8 @@ fn what_sits_at_a_dated_name_is_stepped_over_never_replaced_or_followed() {
 #[test]
 fn counters_at_the_end_of_their_range_fail_the_rotation_without_a_panic() {
     let (dir, path) = temp_log();
+    // The largest counter a listing reads back: the next would be
+    // `usize::MAX`, a name retention would never see again.
     let last = usize::MAX - 1;
     fs::write(
         dir.path().join(format!("app.log.2026-12-01.{last}")),
@@ -211,17 +214,47 @@ fn counters_at_the_end_of_their_range_fail_the_rotation_without_a_panic() {
         .build()
         .unwrap();
     appender.append(&numbered(0)).unwrap();
-    // The one name left is taken...
-    appender.append(&numbered(1)).unwrap();
-    assert!(dir
+    // So the first rotation is an error, reported for the record, typed.
+    let err = appender.append(&numbered(1)).unwrap_err();
+    assert_eq!(err.operation(), Operation::Rotate);
+    assert_eq!(err.io_kind(), Some(io::ErrorKind::AlreadyExists));
+    assert!(err.to_string().contains("no free name"), "{err}");
+    assert!(!dir
         .path()
         .join(format!("app.log.2026-12-01.{}", usize::MAX))
         .exists());
-    // ...so the next rotation is an error, reported for the record.
-    let err = appender.append(&numbered(2)).unwrap_err();
-    assert_eq!(err.operation(), Operation::Rotate);
-    assert!(err.to_string().contains("no free name"), "{err}");
-    assert_eq!(fs::read_to_string(&path).unwrap(), "record 1\n");
+    assert_eq!(fs::read_to_string(&path).unwrap(), "record 0\n");
+    assert_eq!(
+        names(dir.path()),
+        ["app.log".to_owned(), format!("app.log.2026-12-01.{last}")]
+    );
+}
+
+#[test]
+fn a_found_file_written_after_the_clocks_time_keeps_its_date_and_rotates_at_the_clocks_boundary() {
+    let (dir, path) = temp_log();
+    fs::write(&path, "before the clock went back\n").unwrap();
+    set_modified(&path, at("2026-12-05T10:00:00Z"));
+    let clock = ManualClock::at(at("2026-12-01T10:00:00Z"));
+    let mut appender = dated(&path, Rotation::DAILY, &clock);
+    appender.append(&numbered(0)).unwrap();
+    // Not at 2026-12-06: at the clock's next midnight.
+    clock.set(at("2026-12-02T00:00:00Z"));
+    appender.append(&numbered(1)).unwrap();
+    assert_eq!(names(dir.path()), ["app.log", "app.log.2026-12-05"]);
+    assert_eq!(
+        read_in(dir.path(), "app.log.2026-12-05"),
+        "before the clock went back\nrecord 0\n"
+    );
+    // The next one is not named 2026-12-02, before it: after it.
+    clock.set(at("2026-12-03T00:00:00Z"));
+    appender.append(&numbered(2)).unwrap();
+    assert_eq!(
+        names(dir.path()),
+        ["app.log", "app.log.2026-12-05", "app.log.2026-12-05.1"]
+    );
+    assert_eq!(read_in(dir.path(), "app.log.2026-12-05.1"), "record 1\n");
+    assert_eq!(fs::read_to_string(&path).unwrap(), "record 2\n");
 }
 
 #[test]

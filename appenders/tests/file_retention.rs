@@ -223,3 +223,81 @@ fn keep_all_with_no_other_limit_removes_nothing() {
     assert_eq!(read_in(dir.path(), "app.log.2000-01-01"), "ancient\n");
     assert_eq!(names(dir.path()).len(), 4);
 }
+
+#[test]
+fn a_clock_gone_back_names_files_after_the_newest_so_keep_removes_the_oldest() {
+    let (dir, path) = temp_log();
+    let clock = ManualClock::at(at("2026-12-05T10:00:00Z"));
+    // "record N\n" is 9 bytes: two per file.
+    let mut appender = msg_builder(&path)
+        .rotate_every(Rotation::DAILY)
+        .naming(Naming::DATED)
+        .max_bytes(20)
+        .keep(1)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    appender.append(&numbered(0)).unwrap();
+    appender.append(&numbered(1)).unwrap();
+    clock.set(at("2026-12-01T10:00:00Z"));
+    for seq in 2..5 {
+        appender.append(&numbered(seq)).unwrap();
+    }
+    // Records 2 and 3 are the newest rotated ones: kept, 0 and 1 removed.
+    assert_eq!(names(dir.path()), ["app.log", "app.log.2026-12-05.1"]);
+    assert_eq!(
+        read_in(dir.path(), "app.log.2026-12-05.1"),
+        "record 2\nrecord 3\n"
+    );
+    // A time rotation while still behind: after them again.
+    clock.set(at("2026-12-02T00:00:00Z"));
+    appender.append(&numbered(5)).unwrap();
+    assert_eq!(names(dir.path()), ["app.log", "app.log.2026-12-05.2"]);
+    assert_eq!(read_in(dir.path(), "app.log.2026-12-05.2"), "record 4\n");
+    assert_eq!(fs::read_to_string(&path).unwrap(), "record 5\n");
+}
+
+#[test]
+fn retention_leaves_symlinks_with_rotated_names_alone() {
+    use std::os::unix::fs::symlink;
+    let (dir, path) = temp_log();
+    let victim = dir.path().join("victim");
+    fs::write(&victim, "precious\n").unwrap();
+    // Numbered: a link past `keep`, which rotations would remove.
+    symlink(&victim, dir.path().join("app.log.3")).unwrap();
+    let mut appender = msg_builder(&path).max_bytes(10).keep(2).build().unwrap();
+    for seq in 0..4 {
+        appender.append(&numbered(seq)).unwrap();
+    }
+    assert_eq!(
+        names(dir.path()),
+        ["app.log", "app.log.1", "app.log.2", "app.log.3", "victim"]
+    );
+    assert!(fs::symlink_metadata(dir.path().join("app.log.3"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    drop(appender);
+
+    // Dated: an older day's link, past keep(1) and keep_for alike.
+    let (dir, path) = temp_log();
+    symlink(&victim, dir.path().join("app.log.2026-11-01")).unwrap();
+    let clock = ManualClock::at(at("2026-12-01T10:00:00Z"));
+    let mut appender = msg_builder(&path)
+        .rotate_every(Rotation::DAILY)
+        .naming(Naming::DATED)
+        .keep(1)
+        .keep_for(Duration::from_secs(DAY))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    for day in 0..3 {
+        clock.set(at("2026-12-01T10:00:00Z") + day * DAY);
+        appender.append(&numbered(day)).unwrap();
+    }
+    assert_eq!(
+        names(dir.path()),
+        ["app.log", "app.log.2026-11-01", "app.log.2026-12-02"]
+    );
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "precious\n");
+}

@@ -98,3 +98,35 @@ fn with_keep_zero_the_last_runs_file_is_deleted() {
     assert_eq!(names(dir.path()), ["app.log"]);
     assert_eq!(fs::read_to_string(&path).unwrap(), "record 0\n");
 }
+
+#[test]
+fn a_clock_behind_the_found_file_never_names_it_as_the_oldest() {
+    let (dir, path) = temp_log();
+    fs::write(dir.path().join("app.log.2026-12-04"), "older\n").unwrap();
+    fs::write(&path, "before the crash\n").unwrap();
+    set_modified(&path, at("2026-12-05T10:00:00Z"));
+    // A clock far behind (no RTC yet, say).
+    let clock = ManualClock::at(at("2000-01-01T00:01:00Z"));
+    let mut appender = msg_builder(&path)
+        .rotate_every(Rotation::DAILY)
+        .naming(Naming::DATED)
+        .rotate_on_start()
+        .keep(1)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    appender.append(&numbered(0)).unwrap();
+    // Named by when it was written, so the older file is the one removed.
+    assert_eq!(names(dir.path()), ["app.log", "app.log.2026-12-05"]);
+    assert_eq!(
+        read_in(dir.path(), "app.log.2026-12-05"),
+        "before the crash\n"
+    );
+    // The clock's next midnight rotates the new file after it, not as
+    // 2000-01-01, which keep(1) would remove at once.
+    clock.set(at("2000-01-02T00:00:00Z"));
+    appender.append(&numbered(1)).unwrap();
+    assert_eq!(names(dir.path()), ["app.log", "app.log.2026-12-05.1"]);
+    assert_eq!(read_in(dir.path(), "app.log.2026-12-05.1"), "record 0\n");
+    assert_eq!(fs::read_to_string(&path).unwrap(), "record 1\n");
+}

@@ -4,12 +4,14 @@
 mod common;
 
 use std::fs;
+use std::io;
+use std::path::Path;
 
 use common::{
     all_lines, append_numbered, msg_file, numbered, record_lines, rotated, rotating_msg_file,
     temp_log,
 };
-use logbus_appenders::Appender;
+use logbus_appenders::{Appender, Operation};
 
 /// Exactly `keep` rotated files, none empty or over `max_bytes`, and the
 /// records `0..total` once, in order, across them and the live file.
@@ -126,4 +128,71 @@ fn a_batch_rotates_between_its_records() {
         appender.append_batch(chunk).unwrap();
     }
     assert_rotated_without_loss(&path, keep, max_bytes, total);
+}
+
+#[test]
+fn a_shift_never_reaches_a_number_past_the_range_it_reads() {
+    let (dir, path) = temp_log();
+    // The last number a listing reads, and one past it: not a rotated file.
+    let planted = dir.path().join(format!("app.log.{}", usize::MAX - 1));
+    let users = dir.path().join(format!("app.log.{}", usize::MAX));
+    fs::write(&planted, "planted\n").unwrap();
+    fs::write(&users, "user's file\n").unwrap();
+    let mut appender = common::msg_builder(&path)
+        .max_bytes(10)
+        .keep_all()
+        .build()
+        .unwrap();
+    appender.append(&numbered(0)).unwrap();
+    let err = appender.append(&numbered(1)).unwrap_err();
+    assert_eq!(err.operation(), Operation::Rotate);
+    assert_eq!(err.io_kind(), Some(io::ErrorKind::AlreadyExists));
+    assert!(err.to_string().contains("no free name"), "{err}");
+    // Refused before anything moved.
+    assert_eq!(fs::read_to_string(&users).unwrap(), "user's file\n");
+    assert_eq!(fs::read_to_string(&planted).unwrap(), "planted\n");
+    assert_eq!(fs::read_to_string(&path).unwrap(), "record 0\n");
+    assert!(!rotated(&path, 1).exists());
+}
+
+fn mkfifo(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+#[track_caller]
+fn assert_fifo(path: &Path) {
+    use std::os::unix::fs::FileTypeExt;
+    assert!(fs::symlink_metadata(path).unwrap().file_type().is_fifo());
+}
+
+#[test]
+fn a_fifo_at_a_numbered_target_is_refused_not_replaced() {
+    // At `.1`: the live file's own target.
+    let (_dir, path) = temp_log();
+    mkfifo(&rotated(&path, 1));
+    let mut appender = rotating_msg_file(&path, 10, 3);
+    appender.append(&numbered(0)).unwrap();
+    let err = appender.append(&numbered(1)).unwrap_err();
+    assert_eq!(err.operation(), Operation::Rotate);
+    assert_eq!(err.io_kind(), Some(io::ErrorKind::AlreadyExists));
+    assert_fifo(&rotated(&path, 1));
+    assert_eq!(fs::read_to_string(&path).unwrap(), "record 0\n");
+    drop(appender);
+
+    // At `.2`: the target of a shift, refused before `.1` or the live file
+    // move.
+    let (_dir, path) = temp_log();
+    mkfifo(&rotated(&path, 2));
+    let mut appender = rotating_msg_file(&path, 10, 3);
+    appender.append(&numbered(0)).unwrap();
+    appender.append(&numbered(1)).unwrap();
+    let err = appender.append(&numbered(2)).unwrap_err();
+    assert_eq!(err.io_kind(), Some(io::ErrorKind::AlreadyExists), "{err}");
+    assert!(err.to_string().contains(".2"), "{err}");
+    assert_fifo(&rotated(&path, 2));
+    assert_eq!(fs::read_to_string(rotated(&path, 1)).unwrap(), "record 0\n");
+    assert_eq!(fs::read_to_string(&path).unwrap(), "record 1\n");
 }

@@ -13,7 +13,9 @@
 //! between two looks), oldest first, then the new live file from its
 //! start. The held handle is what makes this exact: while it is open its
 //! inode cannot be reused, so finding it among the rotated files (listed
-//! newest first by their names) tells which of them are newer. When it is
+//! newest first by their names) tells which of them are newer: the
+//! appender never gives a rotated file a name sorting before one already
+//! present, even when its clock goes back. When it is
 //! no longer among them (retention deleted it, or compression replaced it
 //! by `app.log.N.gz`), the rotated files modified since it was last
 //! written are read instead. Compressed `.gz` files are skipped.

@@ -12,11 +12,19 @@
 //! The live file belongs to a *period* when rotation is by time: the one
 //! holding the time it was started (a new file, or one found empty), or,
 //! for a non-empty file found when opening, the time it was last written
-//! (its modification time, or the clock's time if that is later). A file
+//! (its modification time, even when later than the clock's time). A file
 //! left by a run of an earlier period is therefore rotated at the first
-//! record, under that period's name. With `rotate_on_start`, a non-empty
-//! file found when opening is rotated at the start of the first call, on
-//! the worker.
+//! record, under that period's name. Its next boundary is the one after
+//! the earlier of its modification time and the clock's time, so a clock
+//! behind the file's time still rotates on its own next boundary. With
+//! `rotate_on_start`, a non-empty file found when opening is rotated at
+//! the start of the first call, on the worker.
+//!
+//! A clock that goes back (or runs behind the files found) never makes a
+//! rotated name sort before one already present: a dated rotation takes
+//! the newest period present and its next counter when that is later than
+//! the file's own (see [`rotate`]), so retention still removes the files
+//! written first.
 //!
 //! - [`policy`]: `Rotation`, `Clock`, `Compression`, the validated config;
 //! - [`zone`]: `TimeZone`, periods and their boundaries;
@@ -172,10 +180,16 @@ impl RollingFile {
         let now = unix_secs(clock.now());
         rotate::retain(&config, now)
             .map_err(|(at, e)| FileError::io(FileErrorKind::Retention, &path, e).with_file(at))?;
-        // A file with records belongs to the period it was last written in.
-        let started = match meta.modified() {
-            Ok(modified) if meta.len() > 0 => unix_secs(modified).min(now),
-            _ => now,
+        // A file with records belongs to the period it was last written
+        // in, even one the clock has not reached (a clock behind): its
+        // name must not sort before the files it came after. The next
+        // boundary follows from the earlier of the two times.
+        let (written, started) = match meta.modified() {
+            Ok(modified) if meta.len() > 0 => {
+                let modified = unix_secs(modified);
+                (modified, modified.min(now))
+            }
+            _ => (now, now),
         };
         let rotate_pending = config.rotate_on_start && meta.len() > 0;
         let mut rolling = RollingFile {
@@ -190,7 +204,7 @@ impl RollingFile {
             last_path_check: Instant::now(),
             check_path_next: false,
         };
-        rolling.start_period(started);
+        rolling.hold_period(written, started);
         Ok(rolling)
     }
 
@@ -203,9 +217,15 @@ impl RollingFile {
     /// The live file now holds the period of `at`: the next rotation is
     /// due at its end.
     pub(crate) fn start_period(&mut self, at: i64) {
+        self.hold_period(at, at);
+    }
+
+    /// The live file holds the period of `label` (what its rotated name
+    /// says), and rotates at the first boundary after `from`.
+    fn hold_period(&mut self, label: i64, from: i64) {
         let period = self.config.rotation.period();
-        self.period = self.current_period(at);
-        self.next_rollover = period.and_then(|p| self.config.zone.next_boundary(p, at));
+        self.period = self.current_period(label);
+        self.next_rollover = period.and_then(|p| self.config.zone.next_boundary(p, from));
     }
 
     /// The configured path of the live file.

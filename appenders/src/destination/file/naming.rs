@@ -39,6 +39,14 @@ use super::zone::Period;
 /// and the names sort as the files were written. Compressed files end in
 /// `.gz` after all of it (`app.log.2026-12-01.1.gz`).
 ///
+/// If the clock goes back (or a file of a later period is already there),
+/// a rotated file is not named by an earlier period than the newest one
+/// present: it takes that period's next counter (`app.log.2026-12-05.1`
+/// for records written when the clock said 2026-12-01), so the names keep
+/// sorting in writing order and retention removes the oldest files first.
+/// The name then says when the file was rotated at the latest, not the
+/// clock's time of its records.
+///
 /// Rotation and retention only know the names of the naming in use: files
 /// named the other way (by an earlier configuration) are left alone, and
 /// count toward no limit.
@@ -241,7 +249,9 @@ fn parse_suffix(naming: Naming, rest: &[u8]) -> Option<(Stamp, bool)> {
 
 /// The rotated files of `path` under `naming` present in its directory
 /// (one `readdir`), in no particular order. Directories and other
-/// non-files with such names are not the appender's and are left out.
+/// non-files with such names are not the appender's and are left out;
+/// symlinks are listed, marked, so a rotation can refuse them, and
+/// retention leaves them alone.
 pub(crate) fn present(path: &Path, naming: Naming, look: Look) -> io::Result<Vec<Rotated>> {
     let dir = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,

@@ -9,7 +9,20 @@
 //!   removed first.
 //! - Dated: `app.log` is renamed to `app.log.<period>`, or
 //!   `app.log.<period>.<n>` after the largest counter of that period present:
-//!   one rename, nothing shifted, nothing replaced.
+//!   one rename, nothing shifted, nothing replaced. The period is never
+//!   earlier than the newest dated period present: after the clock went
+//!   back, the file takes that newest period and its next counter, so the
+//!   names still sort in writing order and retention removes the oldest.
+//!
+//! Neither renames onto something the listing left out (a FIFO, a
+//! directory, a symlink it keeps, a number past the range it reads): a
+//! dated rotation steps over it to the next counter, a numbered one is
+//! refused with [`io::ErrorKind::AlreadyExists`] before anything is
+//! renamed. (Something created at a target between that check and the
+//! rename would still be replaced: closing that needs
+//! `renameat2(RENAME_NOREPLACE)`, and the crate has no `unsafe`.) A
+//! rotation that would need a number of `usize::MAX` or more (one
+//! [`present`] would not read back) is refused the same way.
 //!
 //! Both work from the directory's listing, not from the limits: one
 //! `readdir` finds the rotated files present (by the appender's own naming
@@ -76,7 +89,9 @@ pub(crate) fn open_log_file(path: &Path, mode: u32, create_new: bool) -> io::Res
 }
 
 /// Removes the rotated files the retention limits no longer allow (the
-/// appender's own names only). Fails with the path it could not list or
+/// appender's own names only, and never a symlink: the appender writes no
+/// file through one, so a link with such a name is someone else's and
+/// counts toward no limit). Fails with the path it could not list or
 /// remove.
 pub(crate) fn retain(config: &FileConfig, now: i64) -> Result<(), (PathBuf, io::Error)> {
     let retention = config.retention;
@@ -88,8 +103,9 @@ pub(crate) fn retain(config: &FileConfig, now: i64) -> Result<(), (PathBuf, io::
     } else {
         Look::Names
     };
-    let listing =
+    let mut listing =
         present(&config.path, config.naming, look).map_err(|e| (config.path.clone(), e))?;
+    listing.retain(|r| !r.symlink);
     for r in retention.expired(listing, now, config.zone) {
         let at = rotated_path(&config.path, &r.stamp, r.gz);
         ignore_missing(fs::remove_file(&at)).map_err(|e| (at, e))?;
@@ -110,6 +126,39 @@ fn rotate_error(e: io::Error, path: &Path) -> AppendError {
     AppendError::io(Operation::Rotate, e).with_detail(path.display().to_string())
 }
 
+/// The rotation of `path` would need a number of `usize::MAX` or more,
+/// which the listing would not read back: refused, typed as
+/// [`io::ErrorKind::AlreadyExists`] (every name it can give is taken).
+fn no_free_name(path: &Path) -> AppendError {
+    AppendError::io(
+        Operation::Rotate,
+        io::Error::from(io::ErrorKind::AlreadyExists),
+    )
+    .with_detail(format!(
+        "{}: no free name for the rotated file",
+        path.display()
+    ))
+}
+
+/// Something the listing left out (not a file or a link: a FIFO, a
+/// directory) is at the rotation target `at`: refused, never replaced.
+fn obstructed(at: &Path) -> AppendError {
+    AppendError::io(
+        Operation::Rotate,
+        io::Error::from(io::ErrorKind::AlreadyExists),
+    )
+    .with_detail(format!(
+        "{}: refusing to rotate onto something that is not a rotated file",
+        at.display()
+    ))
+}
+
+/// The next number after `n` that a listing reads back (below
+/// `usize::MAX`, as [`present`] reads them).
+fn next_number(n: usize) -> Option<usize> {
+    n.checked_add(1).filter(|&next| next < usize::MAX)
+}
+
 /// The numbered index of a rotated file (dated ones never reach here).
 fn index(r: &Rotated) -> usize {
     match r.stamp {
@@ -120,8 +169,9 @@ fn index(r: &Rotated) -> usize {
 
 /// What one numbered rotation does to the rotated files present: remove
 /// those that would be shifted past `keep` (every one with `keep` 0), then
-/// rename the others one up, highest first. `None` if it would rename a
-/// symlink or rename onto one (removing a link never follows it).
+/// rename the others one up, highest first. Symlinks past `keep` are not
+/// the appender's and stay (retention never removes a link). `None` if it
+/// would rename a symlink.
 fn plan(mut present: Vec<Rotated>, keep: usize) -> Option<(Vec<Rotated>, Vec<Rotated>)> {
     present.sort_by_key(|r| std::cmp::Reverse(index(r)));
     let (shifted, removed): (Vec<Rotated>, Vec<Rotated>) =
@@ -129,30 +179,40 @@ fn plan(mut present: Vec<Rotated>, keep: usize) -> Option<(Vec<Rotated>, Vec<Rot
     if shifted.iter().any(|r| r.symlink) {
         return None;
     }
-    Some((removed, shifted))
+    Some((
+        removed.into_iter().filter(|r| !r.symlink).collect(),
+        shifted,
+    ))
 }
 
 /// The dated stamp for the live file of the period starting at `start`:
 /// after the largest counter of that period present (a counter of 0, no
-/// counter, when none is).
-fn dated_stamp(period: Period, start: NaiveDateTime, present: &[Rotated]) -> Stamp {
-    let counter = present
+/// counter, when none is). When a later period of the same length is
+/// present (the clock went back), that period and its next counter
+/// instead: a rotated name never sorts before one already there. `None`
+/// when the counter would reach `usize::MAX`, which the listing would not
+/// read back.
+fn dated_stamp(period: Period, start: NaiveDateTime, present: &[Rotated]) -> Option<Stamp> {
+    let newest = present
         .iter()
         .filter_map(|r| match r.stamp {
             Stamp::Dated {
                 period: p,
                 start: s,
                 counter,
-            } if p == period && s == start => Some(counter.saturating_add(1)),
+            } if p == period && s >= start => Some((s, counter)),
             _ => None,
         })
-        .max()
-        .unwrap_or(0);
-    Stamp::Dated {
+        .max();
+    let (start, counter) = match newest {
+        Some((s, counter)) => (s, next_number(counter)?),
+        None => (start, 0),
+    };
+    Some(Stamp::Dated {
         period,
         start,
         counter,
-    }
+    })
 }
 
 /// Whether anything (a file, a link, a directory) is at `path`.
@@ -209,18 +269,42 @@ impl RollingFile {
                 format!("{}: refusing to rotate onto a symlink", path.display()),
             ));
         };
+        // Every target is a name the rotation empties first, or nothing
+        // is there: the listing leaves out what is not a file or a link
+        // (a FIFO), and numbers past its range (`usize::MAX`).
+        let vacated = |index: usize, gz: bool| {
+            removed
+                .iter()
+                .chain(&shifted)
+                .any(|r| r.stamp == Stamp::Index(index) && r.gz == gz)
+        };
+        let mut renames = Vec::with_capacity(shifted.len() + 1);
+        for (from, gz, to) in shifted
+            .iter()
+            .map(|r| {
+                (
+                    rotated_path(path, &r.stamp, r.gz),
+                    r.gz,
+                    next_number(index(r)),
+                )
+            })
+            .chain([(path.clone(), false, Some(1))])
+        {
+            let to = to.ok_or_else(|| no_free_name(path))?;
+            let target = rotated_path(path, &Stamp::Index(to), gz);
+            if !vacated(to, gz) && taken(&target).map_err(|e| rotate_error(e, &target))? {
+                return Err(obstructed(&target));
+            }
+            renames.push((from, target));
+        }
         for r in &removed {
             let at = rotated_path(path, &r.stamp, r.gz);
             ignore_missing(fs::remove_file(&at)).map_err(|e| rotate_error(e, &at))?;
         }
-        for r in &shifted {
-            let from = rotated_path(path, &r.stamp, r.gz);
-            let to = rotated_path(path, &Stamp::Index(index(r).saturating_add(1)), r.gz);
-            ignore_missing(fs::rename(&from, to)).map_err(|e| rotate_error(e, &from))?;
+        for (from, to) in &renames {
+            ignore_missing(fs::rename(from, to)).map_err(|e| rotate_error(e, from))?;
         }
-        let first = rotated_path(path, &Stamp::Index(1), false);
-        ignore_missing(fs::rename(path, &first)).map_err(|e| rotate_error(e, path))?;
-        Ok(first)
+        Ok(rotated_path(path, &Stamp::Index(1), false))
     }
 
     /// Moves the live file to its dated name, one no file has (plain or
@@ -239,7 +323,7 @@ impl RollingFile {
         };
         let listing =
             present(path, self.config.naming, Look::Names).map_err(|e| rotate_error(e, path))?;
-        let mut stamp = dated_stamp(period, start, &listing);
+        let mut stamp = dated_stamp(period, start, &listing).ok_or_else(|| no_free_name(path))?;
         // The listing leaves out what is not a file or a link (a directory
         // with that name): step over it too, never onto it.
         loop {
@@ -250,14 +334,11 @@ impl RollingFile {
                 return Ok(target);
             }
             let next = match &mut stamp {
-                Stamp::Dated { counter, .. } => counter.checked_add(1).map(|n| *counter = n),
+                Stamp::Dated { counter, .. } => next_number(*counter).map(|n| *counter = n),
                 Stamp::Index(_) => None,
             };
             if next.is_none() {
-                return Err(AppendError::new(
-                    Operation::Rotate,
-                    format!("{}: no free name for the rotated file", path.display()),
-                ));
+                return Err(no_free_name(path));
             }
         }
     }
@@ -324,8 +405,7 @@ mod tests {
         let removed: Vec<usize> = removed.iter().map(index).collect();
         assert_eq!(removed, [4, 2]);
         assert_eq!(shifted, [rotated(1, false)]);
-        // A symlink that would be renamed refuses the rotation; one that
-        // would only be removed does not (unlinking never follows).
+        // A symlink that would be renamed refuses the rotation.
         let link = Rotated {
             symlink: true,
             ..rotated(1, false)
@@ -335,7 +415,10 @@ mod tests {
             stamp: Stamp::Index(5),
             ..link
         };
-        assert!(plan(vec![far], 2).is_some());
+        // One past `keep` is not the appender's either: left, not removed.
+        let (removed, shifted) = plan(vec![far, rotated(4, false)], 2).unwrap();
+        assert_eq!(removed, [rotated(4, false)]);
+        assert!(shifted.is_empty());
     }
 
     #[test]
@@ -354,15 +437,49 @@ mod tests {
             },
             ..rotated(1, false)
         };
-        let counter = |present: &[Rotated]| match dated_stamp(Period::Day, day(2), present) {
-            Stamp::Dated { counter, .. } => counter,
-            Stamp::Index(_) => unreachable!(),
+        let stamp = |present: &[Rotated]| match dated_stamp(Period::Day, day(2), present) {
+            Some(Stamp::Dated { start, counter, .. }) => Some((start, counter)),
+            _ => None,
         };
-        assert_eq!(counter(&[]), 0);
-        assert_eq!(counter(&[file(1, 0), file(1, 4), file(3, 0)]), 0);
-        assert_eq!(counter(&[file(2, 0)]), 1);
+        assert_eq!(stamp(&[]), Some((day(2), 0)));
+        assert_eq!(stamp(&[file(1, 0), file(1, 4)]), Some((day(2), 0)));
+        assert_eq!(stamp(&[file(2, 0)]), Some((day(2), 1)));
         // After the largest, not in the first gap: the order of names stays
         // the order of writing.
-        assert_eq!(counter(&[file(2, 0), file(2, 3), file(1, 7)]), 4);
+        assert_eq!(
+            stamp(&[file(2, 0), file(2, 3), file(1, 7)]),
+            Some((day(2), 4))
+        );
+        // A later day present (the clock went back): its next counter.
+        assert_eq!(
+            stamp(&[file(1, 0), file(3, 0), file(2, 5)]),
+            Some((day(3), 1))
+        );
+        assert_eq!(stamp(&[file(3, 2), file(4, 0)]), Some((day(4), 1)));
+        // An hourly name of a later hour is another period's: not followed.
+        let hour = Rotated {
+            stamp: Stamp::Dated {
+                period: Period::Hour,
+                start: day(3),
+                counter: 0,
+            },
+            ..file(1, 0)
+        };
+        assert_eq!(stamp(&[hour]), Some((day(2), 0)));
+        // The last counter a listing reads back is taken: no name left.
+        assert_eq!(stamp(&[file(2, usize::MAX - 1)]), None);
+        assert_eq!(stamp(&[file(3, usize::MAX - 1)]), None);
+        assert_eq!(
+            stamp(&[file(2, usize::MAX - 2)]),
+            Some((day(2), usize::MAX - 1))
+        );
+    }
+
+    #[test]
+    fn numbers_stop_below_the_last_the_listing_reads() {
+        assert_eq!(next_number(1), Some(2));
+        assert_eq!(next_number(usize::MAX - 2), Some(usize::MAX - 1));
+        assert_eq!(next_number(usize::MAX - 1), None);
+        assert_eq!(next_number(usize::MAX), None);
     }
 }
