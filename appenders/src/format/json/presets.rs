@@ -24,7 +24,8 @@ impl JsonSchema {
     ///
     /// - `log.logger` is the target; `event.sequence` the `seq`; the
     ///   key-values are spread into the top level (a key that is taken, such
-    ///   as `message` or `log`, is written as `kv.message`).
+    ///   as `message`, `log` or `log.logger`, is written as `kv.message`; see
+    ///   [`JsonSchema`], "Key-values spread into an object").
     /// - Unknown file and line are left out. The topic and the module are
     ///   not written (ECS has no field for them; `log.origin.function` is a
     ///   function name, which a `log` record does not carry).

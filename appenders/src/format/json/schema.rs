@@ -359,8 +359,10 @@ pub(super) enum Node {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(super) struct Object {
     pub(super) members: Vec<Node>,
-    /// The keys of `members`, sorted: what a spread key-value must not
-    /// repeat (filled only for an object with [`Node::FlatKv`]).
+    /// What a spread key-value's key must not be, sorted (filled only for
+    /// an object with [`Node::FlatKv`]): the dotted path of every member,
+    /// nested ones included, and every start of it that ends before a dot
+    /// (see [`JsonSchema`], "Key-values spread into an object").
     pub(super) taken: Vec<Box<str>>,
 }
 
@@ -379,16 +381,42 @@ impl Object {
             }
         }
         if self.members.contains(&Node::FlatKv) {
-            self.taken = self
-                .members
-                .iter()
-                .filter_map(|node| match node {
-                    Node::Leaf(k, _) | Node::Object(k, _) => Some(k.clone()),
-                    Node::FlatKv => None,
-                })
-                .collect();
-            self.taken.sort();
+            let mut taken = Vec::new();
+            dotted_paths(self, "", &mut taken);
+            taken.sort();
+            taken.dedup();
+            self.taken = taken;
         }
+    }
+}
+
+/// Into `out`: for every member of `object` and of the objects nested in
+/// it, its path from `object` with its keys joined by dots, after `at`
+/// (`log.origin.file.line`), and every start of that path ending before a
+/// dot (`log`, `log.origin`, `log.origin.file`): the keys a reader that
+/// expands dotted keys (Elasticsearch) would merge with the member.
+fn dotted_paths(object: &Object, at: &str, out: &mut Vec<Box<str>>) {
+    for node in &object.members {
+        let (key, inner) = match node {
+            Node::Leaf(key, _) => (key, None),
+            Node::Object(key, inner) => (key, Some(inner)),
+            Node::FlatKv => continue,
+        };
+        let path = if at.is_empty() {
+            key.to_string()
+        } else {
+            format!("{at}.{key}")
+        };
+        out.extend(
+            path.match_indices('.')
+                .map(|(end, _)| &path[..end])
+                .filter(|start| !start.is_empty())
+                .map(Into::into),
+        );
+        if let Some(inner) = inner {
+            dotted_paths(inner, &path, out);
+        }
+        out.push(path.into_boxed_str());
     }
 }
 
@@ -406,13 +434,25 @@ impl Object {
 /// # Key-values spread into an object
 ///
 /// With [`flatten_kv`](JsonSchemaBuilder::flatten_kv), each key-value
-/// becomes a member of the object it is spread into. A key-value whose key
-/// is already a key of that object (a field, a constant, a nested object)
-/// is written under the collision prefix (`kv.` by default) put before its
-/// key, again until the key is free: `message=x` beside the `message`
-/// field is written `"kv.message":"x"`. A field is never shadowed and no
-/// key-value is dropped. Two key-values with the same key both appear, as
-/// in the default object.
+/// becomes a member of the object it is spread into, in order. Its key is
+/// *taken* when it is
+///
+/// - the path of a member of that object (a field, a constant, a nested
+///   object), or of a member nested in it, with the keys joined by dots
+///   (`log`, `log.logger` and `log.origin.file.line` for
+///   `"log":{"logger":..,"origin":{"file":{"line":..}}}`); or a start of
+///   such a path that ends before a dot (`log`, `ecs` for `ecs.version`):
+///   readers that expand dotted keys, as Elasticsearch does, would merge
+///   those with the member;
+/// - or the key an earlier key-value of the same record was written under.
+///
+/// A taken key gets the collision prefix (`kv.` by default) put before it,
+/// again until it is free: `message=x` beside the `message` field is
+/// written `"kv.message":"x"`, then `kv.message=y` is written
+/// `"kv.kv.message":"y"`, and a second `message=z` `"kv.kv.kv.message":"z"`.
+/// So a field is never shadowed, no key-value is dropped, and the object
+/// never holds a key twice. (The `kv` object of the default schema keeps
+/// every key as it is, repeated keys included.)
 ///
 /// # Examples
 ///
@@ -878,6 +918,45 @@ mod tests {
             .build()
             .unwrap();
         assert!(matches!(schema.root.members.last(), Some(Node::Leaf(k, _)) if &**k == "fields"));
+    }
+
+    #[test]
+    fn the_taken_keys_are_the_dotted_paths_and_their_starts() {
+        let schema = JsonSchema::builder()
+            .clear()
+            .field("ecs.version", JsonField::MSG)
+            .field(["log", "origin", "file.name"], JsonField::FILE)
+            .field(["log", "logger"], JsonField::TARGET)
+            .flatten_kv()
+            .build()
+            .unwrap();
+        let taken: Vec<&str> = schema.root.taken.iter().map(|k| &**k).collect();
+        assert_eq!(
+            taken,
+            [
+                "ecs",
+                "ecs.version",
+                "log",
+                "log.logger",
+                "log.origin",
+                "log.origin.file",
+                "log.origin.file.name"
+            ]
+        );
+        // Spread into a nested object: paths from that object.
+        let schema = JsonSchema::builder()
+            .clear()
+            .field(["attrs", "thread", "name"], JsonField::THREAD)
+            .field("msg", JsonField::MSG)
+            .flatten_kv_into("attrs")
+            .build()
+            .unwrap();
+        assert!(schema.root.taken.is_empty());
+        let Some(Node::Object(_, attrs)) = schema.root.members.first() else {
+            panic!("{:?}", schema.root);
+        };
+        let taken: Vec<&str> = attrs.taken.iter().map(|k| &**k).collect();
+        assert_eq!(taken, ["thread", "thread.name"]);
     }
 
     #[test]
