@@ -429,3 +429,23 @@ fn ecs_spread_keys_are_distinct_and_clear_of_the_dotted_fields() {
     assert_eq!(ours["kv.log.logger"], "c");
     assert_eq!(ours["kv.kv.kv.message"], "f");
 }
+
+#[test]
+fn presets_leave_out_the_name_of_a_thread_that_has_none() {
+    let record = Record::builder(Topic::new(Level::Info, "app"))
+        .message("m")
+        .thread(ThreadInfo { id: 9, name: None })
+        .build();
+    let ecs = write(JsonSchema::ecs(), &record);
+    assert_eq!(ecs["process"]["thread"], serde_json::json!({"id": 9}));
+    let otel = write(JsonSchema::opentelemetry(), &record);
+    assert_eq!(otel["Attributes"], serde_json::json!({"thread.id": 9}));
+    let google = write(JsonSchema::google_cloud(), &record);
+    assert!(google.get("thread").is_none(), "{google}");
+    // Named, the name is there.
+    let record = Record::builder(Topic::new(Level::Info, "app"))
+        .thread(thread())
+        .build();
+    let ecs = write(JsonSchema::ecs(), &record);
+    assert_eq!(ecs["process"]["thread"]["name"], "my-thread-name-001");
+}

@@ -258,7 +258,8 @@ impl JsonField {
     pub const SEQ: JsonField = JsonField::of(FieldKind::Seq);
     /// The message.
     pub const MSG: JsonField = JsonField::of(FieldKind::Msg);
-    /// The thread's name, or its id as a string when it has none.
+    /// The thread's name; when it has none, its id as a string, or nothing
+    /// with [`omit_unknown`](JsonSchemaBuilder::omit_unknown).
     pub const THREAD: JsonField = JsonField::of(FieldKind::Thread);
     /// The thread's numeric id.
     pub const THREAD_ID: JsonField = JsonField::of(FieldKind::ThreadId);
@@ -530,7 +531,7 @@ impl JsonSchema {
     /// | [`level`](JsonSchemaBuilder::level) | [`LevelFormat::UPPER`] |
     /// | [`timestamp`](JsonSchemaBuilder::timestamp) | [`TimestampFormat::RFC3339_UTC`] |
     /// | [`kv_collision_prefix`](JsonSchemaBuilder::kv_collision_prefix) | `kv.` |
-    /// | unknown module, file, line | `null` ([`omit_unknown`](JsonSchemaBuilder::omit_unknown) leaves them out) |
+    /// | unknown module, file, line; a thread with no name | `null`; [`JsonField::THREAD`] is the thread's id as a string ([`omit_unknown`](JsonSchemaBuilder::omit_unknown) leaves them out) |
     pub fn builder() -> JsonSchemaBuilder {
         JsonSchemaBuilder {
             members: DEFAULT_FIELDS
@@ -721,8 +722,9 @@ impl JsonSchemaBuilder {
     }
 
     /// Leaves out the module, file and line when the record does not know
-    /// them (instead of writing `null`), and an object all of whose members
-    /// were left out.
+    /// them (instead of writing `null`), [`JsonField::THREAD`] when the
+    /// thread has no name (instead of its id as a string), and an object
+    /// all of whose members were left out.
     pub fn omit_unknown(mut self) -> Self {
         self.unknown = Unknown::Omit;
         self

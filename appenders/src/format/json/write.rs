@@ -145,6 +145,7 @@ fn free_key(taken: &[Box<str>], written: &mut Written, prefix: &str, key: &str, 
 fn is_unknown(source: &Source, record: &Record) -> bool {
     match source {
         Source::Field(field) => match field.kind {
+            FieldKind::Thread => record.thread().name.is_none(),
             FieldKind::Module => record.module_path().is_none(),
             FieldKind::File => record.file().is_none(),
             FieldKind::Line => record.line().is_none(),
