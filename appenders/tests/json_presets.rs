@@ -355,3 +355,97 @@ fn opentelemetry_matches_the_log_data_model_example() {
     }
     assert_eq!(ours["InstrumentationScope"]["Name"], "donut_shop::orders");
 }
+
+/// The keys of the object in `text`, in order, repeats included (a
+/// `serde_json::Value` keeps one of each).
+fn keys(text: &str) -> Vec<String> {
+    struct Keys(Vec<String>);
+    struct Visit;
+    impl<'de> serde::de::Visitor<'de> for Visit {
+        type Value = Keys;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+            let mut keys = Vec::new();
+            while let Some((key, _)) = map.next_entry::<String, serde::de::IgnoredAny>()? {
+                keys.push(key);
+            }
+            Ok(Keys(keys))
+        }
+    }
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Keys, D::Error> {
+            d.deserialize_map(Visit)
+        }
+    }
+    serde_json::from_str::<Keys>(text).unwrap().0
+}
+
+#[test]
+fn ecs_spread_keys_are_distinct_and_clear_of_the_dotted_fields() {
+    let record = Record::builder(Topic::new(Level::Info, "app"))
+        .message("m")
+        .thread(thread())
+        .kv("message", "a")
+        .kv("kv.message", "b")
+        .kv("log.logger", "c")
+        .kv("ecs", "d")
+        .kv("process.thread", "e")
+        .kv("message", "f")
+        .kv("log.custom", "g")
+        .build();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.ndjson");
+    let mut json = JsonAppender::file(FileAppender::builder(&path))
+        .unwrap()
+        .schema(JsonSchema::ecs().build().unwrap());
+    json.append(&record).unwrap();
+    json.flush().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let keys = keys(&text);
+    assert_eq!(
+        keys[keys.len() - 7..],
+        [
+            "kv.message",
+            "kv.kv.message",
+            "kv.log.logger",
+            "kv.ecs",
+            "kv.process.thread",
+            "kv.kv.kv.message",
+            "log.custom",
+        ],
+        "{text}"
+    );
+    let mut unique = keys.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), keys.len(), "{text}");
+    let ours: J = serde_json::from_str(&text).unwrap();
+    assert_eq!(ours["message"], "m");
+    assert_eq!(ours["log"]["logger"], "app");
+    assert_eq!(ours["kv.message"], "a");
+    assert_eq!(ours["kv.kv.message"], "b");
+    assert_eq!(ours["kv.log.logger"], "c");
+    assert_eq!(ours["kv.kv.kv.message"], "f");
+}
+
+#[test]
+fn presets_leave_out_the_name_of_a_thread_that_has_none() {
+    let record = Record::builder(Topic::new(Level::Info, "app"))
+        .message("m")
+        .thread(ThreadInfo { id: 9, name: None })
+        .build();
+    let ecs = write(JsonSchema::ecs(), &record);
+    assert_eq!(ecs["process"]["thread"], serde_json::json!({"id": 9}));
+    let otel = write(JsonSchema::opentelemetry(), &record);
+    assert_eq!(otel["Attributes"], serde_json::json!({"thread.id": 9}));
+    let google = write(JsonSchema::google_cloud(), &record);
+    assert!(google.get("thread").is_none(), "{google}");
+    // Named, the name is there.
+    let record = Record::builder(Topic::new(Level::Info, "app"))
+        .thread(thread())
+        .build();
+    let ecs = write(JsonSchema::ecs(), &record);
+    assert_eq!(ecs["process"]["thread"]["name"], "my-thread-name-001");
+}

@@ -6,7 +6,7 @@ mod common;
 use std::borrow::Cow;
 
 use common::Capture;
-use logbus_appenders::{Appender, FileAppender, JsonAppender, Level, Record, Topic, Value};
+use logbus_appenders::{Appender, FileAppender, Json, JsonAppender, Level, Record, Topic, Value};
 use proptest::prelude::*;
 
 /// Text rich in what breaks naive encoders.
@@ -100,6 +100,72 @@ proptest! {
             }
         }
     }
+}
+
+/// Serialises as serde_json's raw value marker: serde_json writes the text
+/// as it is, JSON or not.
+struct Forged(&'static str);
+
+impl serde::Serialize for Forged {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        const TOKEN: &str = "$serde_json::private::RawValue";
+        let mut raw = s.serialize_struct(TOKEN, 1)?;
+        raw.serialize_field(TOKEN, self.0)?;
+        raw.end()
+    }
+}
+
+#[test]
+fn raw_values_are_checked_and_compacted_into_one_line() {
+    let raw = serde_json::value::RawValue::from_string("[1,\n 2]".into()).unwrap();
+    let json = Json::from_serialize(&raw).unwrap();
+    assert_eq!(json.as_str(), "[1,2]");
+    let out = Capture::default();
+    let mut appender = JsonAppender::writer(out.clone());
+    appender
+        .append(
+            &Record::builder(Topic::new(Level::Info, "a"))
+                .kv("raw", json)
+                .build(),
+        )
+        .unwrap();
+    appender.flush().unwrap();
+    let text = out.text();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let parsed: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
+    assert_eq!(parsed["kv"]["raw"], serde_json::json!([1, 2]));
+
+    // What serde_json wrote is not one JSON value: refused, with where.
+    let err = Json::from_serialize(&Forged("1]\n{\"forged\":true}")).unwrap_err();
+    assert_eq!((err.line(), err.column()), (1, 2));
+    assert_eq!(err.to_string(), "invalid JSON at line 1, column 2");
+    assert!(Json::from_serialize(&Forged("")).is_err());
+    // `RawValue::from_string` lets a lone surrogate escape in; `Json` does not.
+    let raw = serde_json::value::RawValue::from_string(r#"["\ud800"]"#.into()).unwrap();
+    assert!(Json::from_serialize(&raw).is_err());
+}
+
+#[test]
+fn json_parse_reads_strictly() {
+    for text in [
+        r#"{"a":"\ud800"}"#,
+        r#"["\udc00"]"#,
+        r#"["\ud800\u0041"]"#,
+        r#"["\ud800\n"]"#,
+        r#"{"\ud800":1}"#,
+        "1e400",
+    ] {
+        assert!(Json::parse(text).is_err(), "{text}");
+        assert!(
+            serde_json::from_str::<serde_json::Value>(text).is_err(),
+            "{text}"
+        );
+    }
+    let pair = Json::parse("{\"a\": \"\\ud83d\\ude00 \\u0041\"}").unwrap();
+    assert_eq!(pair.as_str(), r#"{"a":"\ud83d\ude00 \u0041"}"#);
+    let back: serde_json::Value = serde_json::from_str(pair.as_str()).unwrap();
+    assert_eq!(back["a"], "\u{1f600} A");
 }
 
 #[test]

@@ -174,10 +174,27 @@ fn spread_key_values_never_shadow_a_field() {
         .build()
         .unwrap();
     let text = raw(schema, &record);
-    // The raw line: every key-value is there, in order, none under a field's key.
+    // The raw line: every key-value is there, in order, none under a
+    // field's key (nor its dotted path), no key twice.
     assert_eq!(
         text,
-        r#"{"msg":"real","source":{"line":null},"kv.msg":"forged","kv.msg":"second","kv.source":"not an object","n":-3,"kv.msg":"twice"}"#
+        r#"{"msg":"real","source":{"line":null},"kv.msg":"forged","kv.kv.msg":"second","kv.source":"not an object","n":-3,"kv.kv.kv.msg":"twice"}"#
+    );
+    let record = Record::builder(Topic::new(Level::Info, "app"))
+        .time(time())
+        .message("real")
+        .kv("source.line", 1u64)
+        .kv("source.file", 2u64)
+        .build();
+    let schema = JsonSchema::builder()
+        .clear()
+        .field(["source", "line"], JsonField::LINE)
+        .flatten_kv()
+        .build()
+        .unwrap();
+    assert_eq!(
+        raw(schema, &record),
+        r#"{"source":{"line":null},"kv.source.line":1,"source.file":2}"#
     );
     serde_json::from_str::<serde_json::Value>(&text).unwrap();
 

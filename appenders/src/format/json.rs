@@ -42,6 +42,7 @@ impl JsonFormat {
                 local: timestamp(Zone::Local, DEFAULT_LOCAL_FORMAT),
                 text: Vec::with_capacity(40),
                 key: String::new(),
+                written: write::Written::default(),
             },
         }
     }

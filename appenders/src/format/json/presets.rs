@@ -24,8 +24,10 @@ impl JsonSchema {
     ///
     /// - `log.logger` is the target; `event.sequence` the `seq`; the
     ///   key-values are spread into the top level (a key that is taken, such
-    ///   as `message` or `log`, is written as `kv.message`).
-    /// - Unknown file and line are left out. The topic and the module are
+    ///   as `message`, `log` or `log.logger`, is written as `kv.message`; see
+    ///   [`JsonSchema`], "Key-values spread into an object").
+    /// - Unknown file and line are left out, and so is the thread's name
+    ///   when it has none (its id stays). The topic and the module are
     ///   not written (ECS has no field for them; `log.origin.function` is a
     ///   function name, which a `log` record does not carry).
     /// - Not filled: `service.*`, `event.dataset`, `labels`, `tags` (add
@@ -75,13 +77,14 @@ impl JsonSchema {
     ///
     /// - `severity` per [`LevelFormat::GOOGLE_CLOUD`] (trace is `DEBUG`);
     ///   `line` a string, as Google's own sample writes it.
-    /// - `target`, `thread` and `seq`, and the key-values spread, stay in
-    ///   `jsonPayload`. A key-value named like a special field that this
-    ///   schema writes (`severity`, `message`, `time`) is written
-    ///   `kv.severity`, so it cannot override it; one named like another
-    ///   special field (`logging.googleapis.com/trace`,
-    ///   `logging.googleapis.com/spanId`, `httpRequest`, ...) is taken by
-    ///   Cloud Logging as that field, which is how to set them.
+    /// - `target`, `thread` (the thread's name; left out when it has none)
+    ///   and `seq`, and the key-values spread, stay in `jsonPayload`. A
+    ///   key-value named like a special field that this schema writes
+    ///   (`severity`, `message`, `time`) is written `kv.severity`, so it
+    ///   cannot override it; one named like another special field
+    ///   (`logging.googleapis.com/trace`, `logging.googleapis.com/spanId`,
+    ///   `httpRequest`, ...) is taken by Cloud Logging as that field, which
+    ///   is how to set them.
     /// - Not filled: the source location's `function` (a `log` record has
     ///   the module path, not the function: add
     ///   `.field(["logging.googleapis.com/sourceLocation", "function"], JsonField::MODULE)`
@@ -118,8 +121,9 @@ impl JsonSchema {
     /// - `Timestamp` in nanoseconds as a string; `SeverityText` the `log`
     ///   level's name, `SeverityNumber` per [`LevelFormat::OTEL_NUMBER`].
     /// - `Attributes` holds the source location and thread under the
-    ///   semantic conventions' names and the key-values spread (a taken key
-    ///   is written `kv.<key>`); the target is the instrumentation scope's
+    ///   semantic conventions' names (`thread.name` left out when the thread
+    ///   has none) and the key-values spread (a taken key is written
+    ///   `kv.<key>`); the target is the instrumentation scope's
     ///   name, as a logger's name is in OpenTelemetry's log bridges.
     /// - Not filled: `Resource` (add it with constants, e.g.
     ///   `.constant(["Resource", "service.name"], "shop")`), `TraceId`,

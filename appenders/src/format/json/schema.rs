@@ -258,7 +258,8 @@ impl JsonField {
     pub const SEQ: JsonField = JsonField::of(FieldKind::Seq);
     /// The message.
     pub const MSG: JsonField = JsonField::of(FieldKind::Msg);
-    /// The thread's name, or its id as a string when it has none.
+    /// The thread's name; when it has none, its id as a string, or nothing
+    /// with [`omit_unknown`](JsonSchemaBuilder::omit_unknown).
     pub const THREAD: JsonField = JsonField::of(FieldKind::Thread);
     /// The thread's numeric id.
     pub const THREAD_ID: JsonField = JsonField::of(FieldKind::ThreadId);
@@ -359,8 +360,10 @@ pub(super) enum Node {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(super) struct Object {
     pub(super) members: Vec<Node>,
-    /// The keys of `members`, sorted: what a spread key-value must not
-    /// repeat (filled only for an object with [`Node::FlatKv`]).
+    /// What a spread key-value's key must not be, sorted (filled only for
+    /// an object with [`Node::FlatKv`]): the dotted path of every member,
+    /// nested ones included, and every start of it that ends before a dot
+    /// (see [`JsonSchema`], "Key-values spread into an object").
     pub(super) taken: Vec<Box<str>>,
 }
 
@@ -379,16 +382,42 @@ impl Object {
             }
         }
         if self.members.contains(&Node::FlatKv) {
-            self.taken = self
-                .members
-                .iter()
-                .filter_map(|node| match node {
-                    Node::Leaf(k, _) | Node::Object(k, _) => Some(k.clone()),
-                    Node::FlatKv => None,
-                })
-                .collect();
-            self.taken.sort();
+            let mut taken = Vec::new();
+            dotted_paths(self, "", &mut taken);
+            taken.sort();
+            taken.dedup();
+            self.taken = taken;
         }
+    }
+}
+
+/// Into `out`: for every member of `object` and of the objects nested in
+/// it, its path from `object` with its keys joined by dots, after `at`
+/// (`log.origin.file.line`), and every start of that path ending before a
+/// dot (`log`, `log.origin`, `log.origin.file`): the keys a reader that
+/// expands dotted keys (Elasticsearch) would merge with the member.
+fn dotted_paths(object: &Object, at: &str, out: &mut Vec<Box<str>>) {
+    for node in &object.members {
+        let (key, inner) = match node {
+            Node::Leaf(key, _) => (key, None),
+            Node::Object(key, inner) => (key, Some(inner)),
+            Node::FlatKv => continue,
+        };
+        let path = if at.is_empty() {
+            key.to_string()
+        } else {
+            format!("{at}.{key}")
+        };
+        out.extend(
+            path.match_indices('.')
+                .map(|(end, _)| &path[..end])
+                .filter(|start| !start.is_empty())
+                .map(Into::into),
+        );
+        if let Some(inner) = inner {
+            dotted_paths(inner, &path, out);
+        }
+        out.push(path.into_boxed_str());
     }
 }
 
@@ -406,13 +435,25 @@ impl Object {
 /// # Key-values spread into an object
 ///
 /// With [`flatten_kv`](JsonSchemaBuilder::flatten_kv), each key-value
-/// becomes a member of the object it is spread into. A key-value whose key
-/// is already a key of that object (a field, a constant, a nested object)
-/// is written under the collision prefix (`kv.` by default) put before its
-/// key, again until the key is free: `message=x` beside the `message`
-/// field is written `"kv.message":"x"`. A field is never shadowed and no
-/// key-value is dropped. Two key-values with the same key both appear, as
-/// in the default object.
+/// becomes a member of the object it is spread into, in order. Its key is
+/// *taken* when it is
+///
+/// - the path of a member of that object (a field, a constant, a nested
+///   object), or of a member nested in it, with the keys joined by dots
+///   (`log`, `log.logger` and `log.origin.file.line` for
+///   `"log":{"logger":..,"origin":{"file":{"line":..}}}`); or a start of
+///   such a path that ends before a dot (`log`, `ecs` for `ecs.version`):
+///   readers that expand dotted keys, as Elasticsearch does, would merge
+///   those with the member;
+/// - or the key an earlier key-value of the same record was written under.
+///
+/// A taken key gets the collision prefix (`kv.` by default) put before it,
+/// again until it is free: `message=x` beside the `message` field is
+/// written `"kv.message":"x"`, then `kv.message=y` is written
+/// `"kv.kv.message":"y"`, and a second `message=z` `"kv.kv.kv.message":"z"`.
+/// So a field is never shadowed, no key-value is dropped, and the object
+/// never holds a key twice. (The `kv` object of the default schema keeps
+/// every key as it is, repeated keys included.)
 ///
 /// # Examples
 ///
@@ -490,7 +531,7 @@ impl JsonSchema {
     /// | [`level`](JsonSchemaBuilder::level) | [`LevelFormat::UPPER`] |
     /// | [`timestamp`](JsonSchemaBuilder::timestamp) | [`TimestampFormat::RFC3339_UTC`] |
     /// | [`kv_collision_prefix`](JsonSchemaBuilder::kv_collision_prefix) | `kv.` |
-    /// | unknown module, file, line | `null` ([`omit_unknown`](JsonSchemaBuilder::omit_unknown) leaves them out) |
+    /// | unknown module, file, line; a thread with no name | `null`; [`JsonField::THREAD`] is the thread's id as a string ([`omit_unknown`](JsonSchemaBuilder::omit_unknown) leaves them out) |
     pub fn builder() -> JsonSchemaBuilder {
         JsonSchemaBuilder {
             members: DEFAULT_FIELDS
@@ -681,8 +722,9 @@ impl JsonSchemaBuilder {
     }
 
     /// Leaves out the module, file and line when the record does not know
-    /// them (instead of writing `null`), and an object all of whose members
-    /// were left out.
+    /// them (instead of writing `null`), [`JsonField::THREAD`] when the
+    /// thread has no name (instead of its id as a string), and an object
+    /// all of whose members were left out.
     pub fn omit_unknown(mut self) -> Self {
         self.unknown = Unknown::Omit;
         self
@@ -878,6 +920,45 @@ mod tests {
             .build()
             .unwrap();
         assert!(matches!(schema.root.members.last(), Some(Node::Leaf(k, _)) if &**k == "fields"));
+    }
+
+    #[test]
+    fn the_taken_keys_are_the_dotted_paths_and_their_starts() {
+        let schema = JsonSchema::builder()
+            .clear()
+            .field("ecs.version", JsonField::MSG)
+            .field(["log", "origin", "file.name"], JsonField::FILE)
+            .field(["log", "logger"], JsonField::TARGET)
+            .flatten_kv()
+            .build()
+            .unwrap();
+        let taken: Vec<&str> = schema.root.taken.iter().map(|k| &**k).collect();
+        assert_eq!(
+            taken,
+            [
+                "ecs",
+                "ecs.version",
+                "log",
+                "log.logger",
+                "log.origin",
+                "log.origin.file",
+                "log.origin.file.name"
+            ]
+        );
+        // Spread into a nested object: paths from that object.
+        let schema = JsonSchema::builder()
+            .clear()
+            .field(["attrs", "thread", "name"], JsonField::THREAD)
+            .field("msg", JsonField::MSG)
+            .flatten_kv_into("attrs")
+            .build()
+            .unwrap();
+        assert!(schema.root.taken.is_empty());
+        let Some(Node::Object(_, attrs)) = schema.root.members.first() else {
+            panic!("{:?}", schema.root);
+        };
+        let taken: Vec<&str> = attrs.taken.iter().map(|k| &**k).collect();
+        assert_eq!(taken, ["thread", "thread.name"]);
     }
 
     #[test]

@@ -21,6 +21,37 @@ pub(super) struct Scratch {
     pub(super) local: Timestamp,
     pub(super) text: Vec<u8>,
     pub(super) key: String,
+    pub(super) written: Written,
+}
+
+/// The keys the spread key-values of one record were written under, so
+/// that no two share one; the strings are kept from record to record.
+#[derive(Debug, Default)]
+pub(super) struct Written {
+    keys: Vec<String>,
+    /// How many of `keys` belong to this record.
+    len: usize,
+}
+
+impl Written {
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    fn contains(&self, key: &str) -> bool {
+        self.keys[..self.len].iter().any(|k| k == key)
+    }
+
+    fn push(&mut self, key: &str) {
+        match self.keys.get_mut(self.len) {
+            Some(kept) => {
+                kept.clear();
+                kept.push_str(key);
+            }
+            None => self.keys.push(key.to_owned()),
+        }
+        self.len += 1;
+    }
 }
 
 type Result = std::result::Result<(), serde_json::Error>;
@@ -72,9 +103,17 @@ fn write_object(
                 }
             }
             Node::FlatKv => {
+                // One `FlatKv` per schema: `written` is this object's.
+                scratch.written.clear();
                 for (key, value) in record.key_values() {
                     separate(out, &mut first);
-                    free_key(&object.taken, &schema.prefix, key, &mut scratch.key);
+                    free_key(
+                        &object.taken,
+                        &mut scratch.written,
+                        &schema.prefix,
+                        key,
+                        &mut scratch.key,
+                    );
                     string(out, &scratch.key)?;
                     out.push(b':');
                     write_value(value, out)?;
@@ -92,19 +131,21 @@ fn separate(out: &mut Vec<u8>, first: &mut bool) {
     }
 }
 
-/// `key`, with `prefix` put before it until it is not in `taken`, into
-/// `buf`.
-fn free_key(taken: &[Box<str>], prefix: &str, key: &str, buf: &mut String) {
+/// `key`, with `prefix` put before it until it is neither in `taken` nor
+/// in `written`, into `buf`; then noted in `written`.
+fn free_key(taken: &[Box<str>], written: &mut Written, prefix: &str, key: &str, buf: &mut String) {
     buf.clear();
     buf.push_str(key);
-    while taken.binary_search_by(|k| (**k).cmp(buf.as_str())).is_ok() {
+    while taken.binary_search_by(|k| (**k).cmp(buf.as_str())).is_ok() || written.contains(buf) {
         buf.insert_str(0, prefix);
     }
+    written.push(buf);
 }
 
 fn is_unknown(source: &Source, record: &Record) -> bool {
     match source {
         Source::Field(field) => match field.kind {
+            FieldKind::Thread => record.thread().name.is_none(),
             FieldKind::Module => record.module_path().is_none(),
             FieldKind::File => record.file().is_none(),
             FieldKind::Line => record.line().is_none(),
@@ -266,11 +307,33 @@ mod tests {
     #[test]
     fn a_taken_key_gets_the_prefix_until_it_is_free() {
         let taken: Vec<Box<str>> = vec!["kv.msg".into(), "msg".into()];
+        let mut written = Written::default();
         let mut buf = String::new();
-        free_key(&taken, "kv.", "msg", &mut buf);
+        free_key(&taken, &mut written, "kv.", "msg", &mut buf);
         assert_eq!(buf, "kv.kv.msg");
-        free_key(&taken, "kv.", "other", &mut buf);
+        free_key(&taken, &mut written, "kv.", "other", &mut buf);
         assert_eq!(buf, "other");
+    }
+
+    #[test]
+    fn a_key_already_written_for_the_record_is_taken_too() {
+        let taken: Vec<Box<str>> = vec!["message".into()];
+        let mut written = Written::default();
+        let mut buf = String::new();
+        let mut keys = Vec::new();
+        for key in ["message", "kv.message", "a", "a", "kv.a"] {
+            free_key(&taken, &mut written, "kv.", key, &mut buf);
+            keys.push(buf.clone());
+        }
+        assert_eq!(
+            keys,
+            ["kv.message", "kv.kv.message", "a", "kv.a", "kv.kv.a"]
+        );
+        // The next record starts afresh, reusing the strings.
+        written.clear();
+        free_key(&taken, &mut written, "kv.", "a", &mut buf);
+        assert_eq!(buf, "a");
+        assert_eq!(written.keys.len(), 5);
     }
 
     #[test]

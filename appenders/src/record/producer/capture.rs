@@ -47,9 +47,13 @@ pub(super) fn structured_value(
     // strings, a failing `Serialize`): the caller keeps its text.
     result.ok()?;
     let text = String::from_utf8(out.buf).ok()?;
-    Some(match text.as_bytes().first() {
-        Some(b'[' | b'{') => Value::Json(Json::from_serializer_output(text)),
-        _ => scalar(&text)?,
+    // serde_json writes a `RawValue` (feature `raw_value`) as it is:
+    // checked and compacted as `Json::parse` does; not JSON, the caller
+    // keeps its text.
+    let json = Json::checked(text).ok()?;
+    Some(match json.as_str().as_bytes().first() {
+        Some(b'[' | b'{') => Value::Json(json),
+        _ => scalar(json.as_str())?,
     })
 }
 
@@ -361,6 +365,64 @@ mod tests {
             capture(log::kv::Value::from_serde(&Unit), 100).0,
             Some(Value::from("Red"))
         );
+    }
+
+    #[test]
+    fn a_raw_value_is_checked_and_compacted() {
+        // serde_json writes a `RawValue` as it is: here over two lines.
+        let raw =
+            serde_json::value::RawValue::from_string("[1,\n 2, {\"a\": \"b c\"}]".into()).unwrap();
+        assert_eq!(
+            capture(log::kv::Value::from_serde(&raw), 100),
+            (
+                Some(Value::Json(Json::parse(r#"[1,2,{"a":"b c"}]"#).unwrap())),
+                false
+            )
+        );
+        let raw = serde_json::value::RawValue::from_string(" \"x\" ".into()).unwrap();
+        assert_eq!(
+            capture(log::kv::Value::from_serde(&vec![raw]), 100).0,
+            Some(Value::Json(Json::parse(r#"["x"]"#).unwrap()))
+        );
+    }
+
+    /// Serialises as serde_json's raw value marker: `text` is written as it
+    /// is, JSON or not.
+    struct Forged(&'static str);
+
+    impl Serialize for Forged {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeStruct as _;
+            const TOKEN: &str = "$serde_json::private::RawValue";
+            let mut raw = s.serialize_struct(TOKEN, 1)?;
+            raw.serialize_field(TOKEN, self.0)?;
+            raw.end()
+        }
+    }
+
+    #[test]
+    fn a_raw_value_that_is_not_json_is_left_to_the_caller() {
+        for text in ["[1]\n{\"forged\":true}", "[1", "nope", "1e400"] {
+            assert_eq!(
+                capture(log::kv::Value::from_serde(&Forged(text)), 100),
+                (None, false),
+                "{text}"
+            );
+        }
+        // `RawValue::from_string` skips escapes: a lone surrogate gets in.
+        let raw = serde_json::value::RawValue::from_string(r#"["\ud800"]"#.into()).unwrap();
+        assert_eq!(
+            capture(log::kv::Value::from_serde(&raw), 100),
+            (None, false)
+        );
+    }
+
+    #[test]
+    fn a_raw_value_past_the_bound_is_still_cut_and_reported() {
+        let raw = serde_json::value::RawValue::from_string("[1,\n2,\n3,\n4]".into()).unwrap();
+        let (value, truncated) = capture(log::kv::Value::from_serde(&raw), 4);
+        assert!(truncated);
+        assert_eq!(value, Some(Value::from("[1,\n…[truncated 8 bytes]")));
     }
 
     #[test]
