@@ -15,6 +15,7 @@ use crossbeam_channel::TryRecvError;
 
 use super::BrokerShared;
 use crate::error::FlushError;
+use crate::route::Snapshot;
 use crate::stats::ShutdownReport;
 use crate::subscription::{Control, SubShared};
 use crate::sync::{thread, Arc, Mutex, MutexGuard, Ordering, TryLockError};
@@ -61,13 +62,7 @@ impl BrokerShared {
         // records enqueued before this call (a review found flush returning
         // before them).
         let removing: Vec<Arc<SubShared>> = self.lock_config().removing.clone();
-        let subs: Vec<&SubShared> = snapshot
-            .entries
-            .iter()
-            .map(|e| &*e.sub)
-            .chain(removing.iter().map(|s| &**s))
-            .filter(|sub| wanted(sub))
-            .collect();
+        let subs = subscriptions(&snapshot, &removing, &wanted);
         let mut pending = flush_all(&subs, deadline);
         // Second phase: the dead-letter route, which the first phase may
         // have fed.
@@ -141,13 +136,7 @@ impl BrokerShared {
         }
         let own = thread_role::worker_of();
         let is_own = |sub: &SubShared| std::ptr::from_ref(sub) as usize == own;
-        let subs: Vec<&SubShared> = snapshot
-            .entries
-            .iter()
-            .map(|e| &*e.sub)
-            .chain(removing.iter().map(|s| &**s))
-            .filter(|sub| !is_own(sub))
-            .collect();
+        let subs = subscriptions(&snapshot, &removing, |sub| !is_own(sub));
         let dead = self.dead_letters.get().filter(|dead| !is_own(dead));
         if shutting_down {
             // The shutdown drains and joins them; wait for their ends.
@@ -211,6 +200,22 @@ impl BrokerShared {
             dropped_after_shutdown: stats.dropped_after_shutdown,
         }
     }
+}
+
+/// The subscriptions of `snapshot` and those being removed (which still
+/// write what was queued before), as far as `wanted` accepts them.
+fn subscriptions<'a>(
+    snapshot: &'a Snapshot,
+    removing: &'a [Arc<SubShared>],
+    wanted: impl Fn(&SubShared) -> bool,
+) -> Vec<&'a SubShared> {
+    snapshot
+        .entries
+        .iter()
+        .map(|e| &*e.sub)
+        .chain(removing.iter().map(|s| &**s))
+        .filter(|sub| wanted(sub))
+        .collect()
 }
 
 /// `timeout` from now, or as far as an `Instant` reaches (a timeout of
