@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Where the caller's instructions go, per phase of a log call: runs one peer
-# logger under callgrind, collecting only inside logbus's `log` (the caller's
-# path, formatting included; the worker is not counted), and sums the
-# exclusive instruction counts by phase. Deterministic, so it compares two
-# commits where wall-clock timings on a shared machine cannot.
+# Where the instructions go, per phase: runs one peer logger under
+# callgrind and sums the exclusive instruction counts by phase. By default it
+# collects only inside logbus's `log` (the caller's path, formatting
+# included; the worker is not counted); SIDE=worker counts the worker thread
+# instead (drain, settle, render, write), per record. Deterministic, so it
+# compares two commits where wall-clock timings on a shared machine cannot.
 #
 #   benches/peers/callgrind.sh [LOGGER] [RECORDS]   (defaults: logbus-block, 200000)
+#   SIDE=worker benches/peers/callgrind.sh          (the worker thread's instructions)
 #   BIN=path/to/logbus-peers benches/peers/callgrind.sh   (another build, e.g. a base's)
 #
 # Needs valgrind (apt-get install valgrind) and python3.
@@ -25,16 +27,30 @@ fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
-  "--toggle-collect=logbus::log_backend::<impl logbus::broker::BrokerShared>::log" \
-  "$bin" --logger "$logger" --threads 1 --records "$records" --out "$work/out" >/dev/null 2>"$work/valgrind.txt"
-callgrind_annotate --threshold=100 --auto=no "$work/cg.out" 2>/dev/null | sed -n '/Ir  *file:function/,$p' | tail -n +3 |
+side="${SIDE:-caller}"
+case "$side" in
+  caller)
+    valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
+      "--toggle-collect=logbus::log_backend::<impl logbus::broker::BrokerShared>::log" \
+      "$bin" --logger "$logger" --threads 1 --records "$records" --out "$work/out" >/dev/null 2>"$work/valgrind.txt"
+    profile="$work/cg.out"
+    ;;
+  worker)
+    # One profile per thread; the worker's is the one that writes batches.
+    valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$work/cg.out" \
+      "$bin" --logger "$logger" --threads 1 --records "$records" --out "$work/out" >/dev/null 2>"$work/valgrind.txt"
+    profile="$(grep -l 'Worker>::write_batch' "$work"/cg.out-* | head -n 1)"
+    [ -n "$profile" ] || { echo "no worker thread in the profile" >&2; exit 1; }
+    ;;
+  *) echo "SIDE is caller or worker, not $side" >&2; exit 2 ;;
+esac
+callgrind_annotate --threshold=100 --auto=no "$profile" 2>/dev/null | sed -n '/Ir  *file:function/,$p' | tail -n +3 |
   awk '/^-/{exit} {print}' >"$work/flat.txt"
 
-python3 - "$work/flat.txt" "$records" <<'PY'
+python3 - "$work/flat.txt" "$records" "$side" <<'PY'
 import re, sys
-path, records = sys.argv[1], int(sys.argv[2])
-phases = [
+path, records, side = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+caller_phases = [
     ("format: core::fmt and the arguments' Display", r"core::fmt|pad_integral"),
     ("format: the size-bounded writer and copies", r"Bounded as core::fmt::Write|memmove|memcpy"),
     ("route cache (view, lookup, hash)", r"route::|hashbrown"),
@@ -44,7 +60,19 @@ phases = [
     ("queue push (lane, budget, overflow)", r"queue::|lane::|budget|LaneEnd"),
     ("choosing subscriptions", r"Chosen"),
 ]
-glue = "publish glue inlined in publish_in/log"
+worker_phases = [
+    ("render: the timestamp", r"timestamp::|duration_since|sub_timespec"),
+    ("render: escaping", r"escape::"),
+    ("render: the layout's pieces", r"layout::|format::text"),
+    ("copies (memcpy)", r"memmove|memcpy"),
+    ("write(2) and the kernel side", r"__libc_write|write_all|::write\b|syscall"),
+    ("destination, framing, render loop", r"destination::|render::|framing|append_batch|lines::"),
+    ("settle and hand-back", r"settle::|recycle::|HandBack|drop_in_place"),
+    ("drain (merge, lanes, take)", r"queue::|lane::|drain::|take_batch"),
+    ("allocator", r"malloc|free|realloc"),
+]
+phases = caller_phases if side == "caller" else worker_phases
+glue = "publish glue inlined in publish_in/log" if side == "caller" else "the worker loop and the rest"
 total, sums = 0, {}
 for line in open(path):
     m = re.match(r"\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)", line)
@@ -55,7 +83,8 @@ for line in open(path):
     total += n
     name = next((p for p, rx in phases if re.search(rx, function)), glue)
     sums[name] = sums.get(name, 0) + n
-print(f"{total / records:.0f} instructions per log call on the caller's thread ({records} records)")
+where = "per log call on the caller's thread" if side == "caller" else "per record on the worker thread"
+print(f"{total / records:.0f} instructions {where} ({records} records)")
 for name, n in sorted(sums.items(), key=lambda kv: -kv[1]):
     print(f"{n / records:7.0f}  {100 * n / total:5.1f}%  {name}")
 PY
