@@ -64,18 +64,41 @@ fn is_suspect(b: u8) -> bool {
     b < 0x20 || b == 0x7f || b == 0xc2 || b == 0xe2
 }
 
+/// Whether `bytes` holds any byte that is not printable ASCII (below 0x20,
+/// or 0x7f and above): the test that sends text to the slow path.
+///
+/// Eight bytes at a time: for a word `x`, a byte below 0x20 underflows
+/// `x - 0x20 * ONES` into its top bit while its own top bit is clear, and a
+/// byte of 0x7f or more has its top bit set in `x` or in `x + ONES`. A borrow
+/// or carry across bytes comes only from a byte that already answered yes,
+/// so the word test never misses one; it may say yes for a neighbour, which
+/// only costs the exact slow path.
+#[inline]
+fn has_unusual(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const TOPS: u64 = 0x8080_8080_8080_8080;
+    let mut words = bytes.chunks_exact(8);
+    let mut acc = 0u64;
+    for word in &mut words {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(word);
+        let x = u64::from_le_bytes(eight);
+        acc |= (x.wrapping_sub(0x20 * ONES) & !x) | x | x.wrapping_add(ONES);
+    }
+    let tail = words.remainder().iter().fold(0u8, |acc, &b| {
+        acc | u8::from(b < 0x20) | u8::from(b >= 0x7f)
+    });
+    acc & TOPS != 0 || tail != 0
+}
+
 /// Appends `text` to `out`, escaping control characters as the module docs
 /// describe.
 ///
 /// Text without anything to escape is copied in one `extend_from_slice`.
 pub(crate) fn escape_into(text: &str, out: &mut Vec<u8>, mode: MultilineMode) {
     let bytes = text.as_bytes();
-    // Fast path: printable ASCII needs no escaping. The fold has no early
-    // exit, so it compiles to a vectorised scan; most messages take it.
-    let unusual = bytes.iter().fold(0u8, |acc, &b| {
-        acc | u8::from(b < 0x20) | u8::from(b >= 0x7f)
-    });
-    if unusual == 0 {
+    // Fast path: printable ASCII needs no escaping; most messages take it.
+    if !has_unusual(bytes) {
         out.extend_from_slice(bytes);
         return;
     }
@@ -180,6 +203,22 @@ mod tests {
         check("C:\\path", Escape, "C:\\path");
         check("a\nb\n", Indent, "a\n    b\n    ");
         check("a\r\n\x1bb", Indent, "a\\r\n    \\x1bb");
+    }
+
+    #[test]
+    fn the_word_scan_finds_every_unusual_byte_at_every_position() {
+        for len in 0..=24 {
+            for at in 0..len {
+                for b in (0u8..0x20).chain(0x7f..=0xff) {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = b;
+                    assert!(has_unusual(&bytes), "byte {b:#x} at {at} of {len}");
+                }
+            }
+            for b in 0x20u8..0x7f {
+                assert!(!has_unusual(&vec![b; len]), "byte {b:#x} x {len}");
+            }
+        }
     }
 
     #[test]

@@ -31,7 +31,48 @@ pub(crate) enum Zone {
 enum Part {
     /// Index into [`TimestampCache::texts`].
     PerSecond(usize, Vec<Item<'static>>),
+    /// The fraction of the second as `digits` decimal digits (3, 6 or 9),
+    /// after a `.` if `dot`: `%.3f`, `%.6f`, `%.9f` and `%f`, written by
+    /// hand per record.
+    Fraction { dot: bool, digits: usize },
+    /// Any other sub-second item, rendered through chrono per record.
     SubSecond(Item<'static>),
+}
+
+impl Part {
+    fn sub_second(item: Item<'static>) -> Part {
+        let (dot, digits) = match item {
+            Item::Fixed(Fixed::Nanosecond3) => (true, 3),
+            Item::Fixed(Fixed::Nanosecond6) => (true, 6),
+            Item::Fixed(Fixed::Nanosecond9) => (true, 9),
+            Item::Numeric(Numeric::Nanosecond, Pad::Zero) => (false, 9),
+            item => return Part::SubSecond(item),
+        };
+        Part::Fraction { dot, digits }
+    }
+}
+
+/// Nanoseconds per unit of the last of `digits` fraction digits.
+const UNIT: [u32; 10] = [
+    1_000_000_000,
+    100_000_000,
+    10_000_000,
+    1_000_000,
+    100_000,
+    10_000,
+    1_000,
+    100,
+    10,
+    1,
+];
+
+/// Appends the fraction of the second, `nanos`, as `digits` (at most 9)
+/// decimal digits, after a `.` if `dot`: one copy into `out`.
+fn push_fraction(out: &mut Vec<u8>, nanos: u32, dot: bool, digits: usize) {
+    let mut text = [b'.'; 10];
+    let digits = digits.min(9);
+    write_digits(&mut text[1..=digits], nanos / UNIT[digits]);
+    out.extend_from_slice(&text[usize::from(!dot)..=digits]);
 }
 
 /// A parsed timestamp format plus its per-second cache.
@@ -47,6 +88,18 @@ pub(crate) struct Timestamp {
 pub(crate) struct TimestampCache {
     second: Option<i64>,
     texts: Vec<String>,
+    /// When every sub-second part is a [`Part::Fraction`] (the default
+    /// formats): the whole timestamp of this second with each fraction's
+    /// digits as a hole, so a record costs one copy and the digits.
+    template: Option<Template>,
+}
+
+/// A second's timestamp text with fixed-width holes for the fractions.
+#[derive(Debug, Clone, Default)]
+struct Template {
+    text: Vec<u8>,
+    /// Where each fraction's digits start in `text`, and how many.
+    holes: Vec<(usize, usize)>,
 }
 
 /// Whether the output of `item` can change within one second.
@@ -109,7 +162,7 @@ impl Timestamp {
         let mut texts = 0;
         for item in items {
             if is_sub_second(&item) {
-                parts.push(Part::SubSecond(item));
+                parts.push(Part::sub_second(item));
             } else if let Some(Part::PerSecond(_, run)) = parts.last_mut() {
                 run.push(item);
             } else {
@@ -123,6 +176,7 @@ impl Timestamp {
             cache: TimestampCache {
                 second: None,
                 texts: vec![String::new(); texts],
+                template: None,
             },
         };
         // Reject formats chrono cannot render (it reports them only when
@@ -140,6 +194,31 @@ impl Timestamp {
             Zone::Utc => utc.fixed_offset(),
             Zone::Local => utc.with_timezone(&Local).fixed_offset(),
         }
+    }
+
+    /// This second's [`Template`], from the cached texts; `None` if some
+    /// sub-second part is rendered through chrono.
+    fn template(&self) -> Option<Template> {
+        let mut template = Template::default();
+        for part in &self.parts {
+            match *part {
+                Part::PerSecond(index, _) => {
+                    template
+                        .text
+                        .extend_from_slice(self.cache.texts[index].as_bytes());
+                }
+                Part::Fraction { dot, digits } => {
+                    if dot {
+                        template.text.push(b'.');
+                    }
+                    let digits = digits.min(9);
+                    template.holes.push((template.text.len(), digits));
+                    template.text.resize(template.text.len() + digits, b'0');
+                }
+                Part::SubSecond(_) => return None,
+            }
+        }
+        Some(template)
     }
 
     /// Appends the formatted `time` to `out`.
@@ -177,28 +256,24 @@ impl Timestamp {
                     write!(text, "{}", zoned.format_with_items(items.iter()))?;
                 }
             }
+            self.cache.template = self.template();
             self.cache.second = Some(second);
+        }
+        if let Some(template) = &self.cache.template {
+            let start = out.len();
+            out.extend_from_slice(&template.text);
+            for &(at, digits) in &template.holes {
+                let at = start + at;
+                write_digits(&mut out[at..at + digits], nanos / UNIT[digits]);
+            }
+            return Ok(());
         }
         for part in &self.parts {
             match part {
                 Part::PerSecond(index, _) => {
                     out.extend_from_slice(self.cache.texts[*index].as_bytes());
                 }
-                Part::SubSecond(Item::Fixed(Fixed::Nanosecond3)) => {
-                    out.push(b'.');
-                    push_digits(out, nanos / 1_000_000, 3);
-                }
-                Part::SubSecond(Item::Fixed(Fixed::Nanosecond6)) => {
-                    out.push(b'.');
-                    push_digits(out, nanos / 1_000, 6);
-                }
-                Part::SubSecond(Item::Fixed(Fixed::Nanosecond9)) => {
-                    out.push(b'.');
-                    push_digits(out, nanos, 9);
-                }
-                Part::SubSecond(Item::Numeric(Numeric::Nanosecond, Pad::Zero)) => {
-                    push_digits(out, nanos, 9);
-                }
+                &Part::Fraction { dot, digits } => push_fraction(out, nanos, dot, digits),
                 Part::SubSecond(item) => {
                     let zoned = self.with_zone(time.into());
                     let mut text = String::new();
@@ -211,15 +286,26 @@ impl Timestamp {
     }
 }
 
-/// Appends `value` as exactly `width` decimal digits (zero-padded).
-fn push_digits(out: &mut Vec<u8>, mut value: u32, width: usize) {
-    let mut digits = [b'0'; 10];
-    for slot in digits[..width].iter_mut().rev() {
-        // `value % 10` is below 10, so the cast cannot truncate.
-        *slot = b'0' + (value % 10) as u8;
-        value /= 10;
+/// Writes the last `out.len()` decimal digits of `value` into `out`,
+/// zero-padded; two digits per division.
+fn write_digits(out: &mut [u8], mut value: u32) {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
+    let mut end = out.len();
+    while end >= 2 {
+        // `value % 100` is below 100, so the index is in the table.
+        let pair = (value % 100) as usize * 2;
+        out[end - 2..end].copy_from_slice(&PAIRS[pair..pair + 2]);
+        value /= 100;
+        end -= 2;
     }
-    out.extend_from_slice(&digits[..width]);
+    if end == 1 {
+        // `value % 10` is below 10, so the cast cannot truncate.
+        out[0] = b'0' + (value % 10) as u8;
+    }
 }
 
 #[cfg(test)]
@@ -244,6 +330,39 @@ mod tests {
         // Rendered through chrono directly, for comparison.
         let direct = DateTime::<Utc>::from(time).format(format).to_string();
         assert_eq!(direct, expected, "chrono disagrees on {format:?}");
+    }
+
+    #[test]
+    fn fractions_are_zero_padded_to_their_digits() {
+        let nanos = [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            941,
+            941_824,
+            999_999,
+            941_824_123,
+            999_999_999,
+        ];
+        for nanos in nanos {
+            for digits in [3, 6, 9] {
+                for dot in [false, true] {
+                    let mut out = Vec::new();
+                    push_fraction(&mut out, nanos, dot, digits);
+                    let value = nanos / 10u32.pow(9 - digits as u32);
+                    let dot = if dot { "." } else { "" };
+                    let expected = format!("{dot}{value:0digits$}");
+                    assert_eq!(
+                        String::from_utf8(out).unwrap(),
+                        expected,
+                        "{nanos} in {digits}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
@@ -276,6 +395,13 @@ mod tests {
             ts.render(at(secs, nanos), &mut out);
             assert_eq!(String::from_utf8_lossy(&out), expected);
         }
+        // After other text: the fraction lands after the line so far.
+        let mut out = b"x ".to_vec();
+        ts.render(at(59, 123_456_789), &mut out);
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            "x 1970-01-01T00:00:59.123456Z"
+        );
     }
 
     #[test]
