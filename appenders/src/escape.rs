@@ -73,22 +73,33 @@ fn is_suspect(b: u8) -> bool {
 /// or carry across bytes comes only from a byte that already answered yes,
 /// so the word test never misses one; it may say yes for a neighbour, which
 /// only costs the exact slow path.
+///
+/// The bytes after the last whole word are looked at as one more word: the
+/// last eight bytes again (overlapping) when there are eight, or the tail
+/// padded with spaces.
 #[inline]
 fn has_unusual(bytes: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const TOPS: u64 = 0x8080_8080_8080_8080;
+    let word = |eight: &[u8]| {
+        let mut word = [b' '; 8];
+        word[..eight.len()].copy_from_slice(eight);
+        let x = u64::from_le_bytes(word);
+        (x.wrapping_sub(0x20 * ONES) & !x) | x | x.wrapping_add(ONES)
+    };
     let mut words = bytes.chunks_exact(8);
     let mut acc = 0u64;
-    for word in &mut words {
-        let mut eight = [0u8; 8];
-        eight.copy_from_slice(word);
-        let x = u64::from_le_bytes(eight);
-        acc |= (x.wrapping_sub(0x20 * ONES) & !x) | x | x.wrapping_add(ONES);
+    for eight in &mut words {
+        acc |= word(eight);
     }
-    let tail = words.remainder().iter().fold(0u8, |acc, &b| {
-        acc | u8::from(b < 0x20) | u8::from(b >= 0x7f)
-    });
-    acc & TOPS != 0 || tail != 0
+    if !words.remainder().is_empty() {
+        let tail = match bytes.len().checked_sub(8) {
+            Some(start) => &bytes[start..],
+            None => bytes,
+        };
+        acc |= word(tail);
+    }
+    acc & TOPS != 0
 }
 
 /// Appends `text` to `out`, escaping control characters as the module docs
