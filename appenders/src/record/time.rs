@@ -1,0 +1,161 @@
+//! A record's time: the stamp its producer took, and the wall-clock time
+//! that stamp converts to, kept once read.
+//!
+//! A producer may stamp a record with a counter cheaper to read than the
+//! wall clock (logbus reads the CPU's time-stamp counter where the kernel
+//! trusts it) and leave the conversion to whoever reads [`Record::time`]
+//! first, usually a worker rendering it, off the caller's thread. The first
+//! conversion is kept, so a record has one time: every later read, from any
+//! thread, returns the same value, as a `SystemTime` field would.
+//!
+//! [`Record::time`]: super::Record::time
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+/// When a record was made, as its producer read the clock.
+#[derive(Clone, Copy, Debug)]
+pub enum Stamp {
+    /// The wall clock itself.
+    Wall(SystemTime),
+    /// A raw tick count, and the producer's function that converts a tick
+    /// count to the wall clock. It travels with the stamp (one pointer) so
+    /// that no global registration can be missing, and a forked child finds
+    /// nothing half-initialised.
+    Ticks(u64, fn(u64) -> SystemTime),
+}
+
+/// A [`Stamp`] and, for ticks, the wall-clock time of its first conversion.
+pub(crate) struct Time {
+    stamp: Stamp,
+    /// For a `Ticks` stamp: nanoseconds since the Unix epoch of the first
+    /// conversion, 0 before it (a conversion before the epoch, or after
+    /// 2554, is not kept: each read converts again). Relaxed: the value is
+    /// the whole message, it guards no other memory; the compare-exchange
+    /// from 0 makes the first conversion stored the one every reader
+    /// returns.
+    wall: AtomicU64,
+}
+
+impl Time {
+    pub(crate) const fn new(stamp: Stamp) -> Time {
+        Time {
+            stamp,
+            wall: AtomicU64::new(0),
+        }
+    }
+
+    /// Replaces the stamp (a record being reused), forgetting the old
+    /// conversion.
+    pub(crate) fn set(&mut self, stamp: Stamp) {
+        self.stamp = stamp;
+        *self.wall.get_mut() = 0;
+    }
+
+    /// The wall-clock time: the stamp's own, or the conversion of its
+    /// ticks, the first one made.
+    #[inline]
+    pub(crate) fn get(&self) -> SystemTime {
+        match self.stamp {
+            Stamp::Wall(time) => time,
+            Stamp::Ticks(ticks, convert) => {
+                let kept = self.wall.load(Ordering::Relaxed);
+                if kept != 0 {
+                    return SystemTime::UNIX_EPOCH + Duration::from_nanos(kept);
+                }
+                self.keep(convert(ticks))
+            }
+        }
+    }
+
+    /// Keeps `converted` unless another reader kept its conversion first,
+    /// and returns the kept one.
+    #[cold]
+    fn keep(&self, converted: SystemTime) -> SystemTime {
+        let nanos = converted
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .ok()
+            .and_then(|d| u64::try_from(d.as_nanos()).ok())
+            .filter(|&nanos| nanos != 0);
+        let Some(nanos) = nanos else {
+            return converted;
+        };
+        match self
+            .wall
+            .compare_exchange(0, nanos, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => converted,
+            Err(first) => SystemTime::UNIX_EPOCH + Duration::from_nanos(first),
+        }
+    }
+}
+
+impl Clone for Time {
+    fn clone(&self) -> Time {
+        Time {
+            stamp: self.stamp,
+            // Relaxed: as for every access to `wall`.
+            wall: AtomicU64::new(self.wall.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+/// The converted time, not the raw ticks.
+impl fmt::Debug for Time {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.get(), f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    static CONVERSIONS: AtomicUsize = AtomicUsize::new(0);
+
+    /// One tick is one second after the epoch, plus a counter of calls.
+    fn seconds(ticks: u64) -> SystemTime {
+        CONVERSIONS.fetch_add(1, Ordering::Relaxed);
+        SystemTime::UNIX_EPOCH + Duration::from_secs(ticks)
+    }
+
+    /// Each call a nanosecond later, as a conversion of the same ticks on
+    /// another thread (another anchor) may be.
+    fn drifting(ticks: u64) -> SystemTime {
+        let calls = CONVERSIONS.fetch_add(1, Ordering::Relaxed) as u64;
+        SystemTime::UNIX_EPOCH + Duration::from_secs(ticks) + Duration::from_nanos(calls)
+    }
+
+    #[test]
+    fn a_wall_stamp_is_its_own_time() {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_234);
+        assert_eq!(Time::new(Stamp::Wall(at)).get(), at);
+    }
+
+    #[test]
+    fn ticks_are_converted_once_and_the_first_conversion_kept() {
+        let time = Time::new(Stamp::Ticks(1_700_000_000, drifting));
+        let first = time.get();
+        assert_eq!(time.get(), first);
+        assert_eq!(time.clone().get(), first, "a clone keeps the conversion");
+        assert_eq!(format!("{time:?}"), format!("{first:?}"), "Debug prints it");
+        let mut reused = time.clone();
+        reused.set(Stamp::Ticks(1_800_000_000, seconds));
+        assert_eq!(
+            reused.get(),
+            SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000)
+        );
+    }
+
+    #[test]
+    fn a_conversion_at_the_epoch_is_not_kept_but_still_returned() {
+        let time = Time::new(Stamp::Ticks(0, seconds));
+        let before = CONVERSIONS.load(Ordering::Relaxed);
+        assert_eq!(time.get(), SystemTime::UNIX_EPOCH);
+        assert_eq!(time.get(), SystemTime::UNIX_EPOCH);
+        assert!(CONVERSIONS.load(Ordering::Relaxed) >= before + 2);
+    }
+}
