@@ -77,7 +77,7 @@ impl BrokerShared {
         seq: u64,
         fill: impl FnOnce(&mut Record),
     ) -> Arc<Record> {
-        let now = produce::Stamp::Wall(std::time::SystemTime::now());
+        let now = crate::clock::stamp();
         match stash.and_then(|stash| stash.take(&self.pool)) {
             Some(recycled) => recycled.reuse(|record| {
                 produce::recycle(record, topic, seq, now);

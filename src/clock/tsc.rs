@@ -1,0 +1,327 @@
+//! The time-stamp counter as a record's stamp, on x86-64 Linux: whether to
+//! trust it (decided once per process), reading it, and converting it on
+//! the thread that reads a record's time (`convert.rs` has the arithmetic
+//! and its accuracy).
+//!
+//! The counter is trusted when all of these hold:
+//! - the CPU says it is invariant (CPUID leaf `0x8000_0007`, EDX bit 8): one
+//!   rate, whatever the core's frequency or sleep state;
+//! - the kernel's clock source is `tsc`
+//!   (`/sys/devices/system/clocksource/clocksource0/current_clocksource`):
+//!   the kernel checked that the cores' counters agree and keep agreeing,
+//!   and demotes the source when they do not. If the kernel does not trust
+//!   the counter, neither do we;
+//! - `rdtsc` is allowed (`prctl(PR_GET_TSC)`; a sandbox may make it fault);
+//! - `LOGBUS_TSC` is not `off`.
+//!
+//! Otherwise a record is stamped with `SystemTime::now()`.
+
+use std::cell::Cell;
+use std::time::SystemTime;
+
+use logbus_appenders::__private_api::Stamp;
+
+use super::convert::{Anchor, Origin, Reading};
+use crate::sync::{AtomicU64, Ordering};
+
+/// The environment variable that turns the counter off: `LOGBUS_TSC=off`.
+const OPT_OUT: &str = "LOGBUS_TSC";
+
+/// How many brackets a reading tries; it keeps the narrowest. One is wide
+/// when the thread was preempted or the kernel's clock data was being
+/// updated inside it; four such in a row are rare (the narrowest is 130
+/// ticks here, 99.9 % are under 420). About 0.2 µs per reading, at most
+/// once per millisecond per converting thread.
+const BRACKET_TRIES: usize = 4;
+
+/// The low bits of [`SOURCE`]: its state.
+const STATE: u64 = 0b11;
+const UNDECIDED: u64 = 0;
+const DECIDING: u64 = 1;
+const TICKS: u64 = 2;
+const WALL: u64 = 3;
+
+/// What records are stamped with, a state machine in the low two bits:
+///
+/// - `UNDECIDED` (the start) -> `DECIDING`: a thread's compare-exchange
+///   claims the decision; the bits above hold the fork generation
+///   (`fork.rs`) it was claimed in;
+/// - `DECIDING` -> `TICKS` (after the origin is written) or `WALL`: the
+///   claimant's store, and no other transition leaves those two;
+/// - `DECIDING` of an older fork generation -> `DECIDING`: a forked child
+///   whose parent was deciding when it forked (the claimant did not come
+///   along) claims the decision again.
+///
+/// No thread waits: while another decides, a log call stamps the wall
+/// clock. So no `Once` can be left running in a child.
+static SOURCE: AtomicU64 = AtomicU64::new(UNDECIDED);
+
+/// The [`Origin`], written by the claimant before its Release store of
+/// `TICKS`, and read by converters after their Acquire load of it
+/// (`origin`); never written again. Relaxed: that pair orders them.
+static ORIGIN_TICKS: AtomicU64 = AtomicU64::new(0);
+static ORIGIN_MONO: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// This thread's anchor, once it has converted a tick.
+    static ANCHOR: Cell<Option<Anchor>> = const { Cell::new(None) };
+}
+
+/// The stamp of a record built now.
+#[inline]
+pub(super) fn stamp() -> Stamp {
+    // Relaxed: only the state's value is needed here; a converter orders
+    // its own reads of the origin (`origin`).
+    match SOURCE.load(Ordering::Relaxed) {
+        TICKS => Stamp::Ticks(read_ticks(), to_wall),
+        WALL => Stamp::Wall(SystemTime::now()),
+        _ => first_stamp(),
+    }
+}
+
+/// Decides the source if nobody has.
+pub(super) fn prepare() {
+    settle(&SOURCE, crate::fork::generation(), decide);
+}
+
+#[cold]
+#[inline(never)]
+fn first_stamp() -> Stamp {
+    if settle(&SOURCE, crate::fork::generation(), decide) & STATE == TICKS {
+        Stamp::Ticks(read_ticks(), to_wall)
+    } else {
+        Stamp::Wall(SystemTime::now())
+    }
+}
+
+/// Brings `source` out of `UNDECIDED` (or a stale `DECIDING`) with
+/// `decide`, unless another thread of this generation is deciding; returns
+/// the state as this thread left it.
+fn settle(source: &AtomicU64, generation: u64, decide: impl FnOnce() -> u64) -> u64 {
+    let mut state = source.load(Ordering::Acquire);
+    loop {
+        let stale = state & STATE == DECIDING && state >> 2 != generation;
+        if state & STATE != UNDECIDED && !stale {
+            return state;
+        }
+        // Relaxed: the claim publishes nothing; the decision's Release store
+        // does.
+        match source.compare_exchange(
+            state,
+            generation << 2 | DECIDING,
+            Ordering::Relaxed,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => break,
+            Err(now) => state = now,
+        }
+    }
+    let decided = decide();
+    // Release: pairs with the Acquire load in `origin` (and `settle`): the
+    // origin, written by `decide`, is seen by whoever sees `TICKS`.
+    source.store(decided, Ordering::Release);
+    decided
+}
+
+/// The decision, taken by the claimant: `TICKS` with the origin written,
+/// or `WALL`.
+fn decide() -> u64 {
+    let opt_out = std::env::var_os(OPT_OUT);
+    let clocksource =
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .ok();
+    if !trusted(
+        opt_out.as_deref().and_then(|v| v.to_str()),
+        invariant_counter(),
+        clocksource.as_deref(),
+        rdtsc_allowed(),
+    ) {
+        return WALL;
+    }
+    let origin = read();
+    ORIGIN_TICKS.store(origin.ticks, Ordering::Relaxed);
+    ORIGIN_MONO.store(origin.mono, Ordering::Relaxed);
+    TICKS
+}
+
+/// Whether the counter is trusted, from what `decide` found.
+fn trusted(
+    opt_out: Option<&str>,
+    invariant: bool,
+    clocksource: Option<&str>,
+    allowed: bool,
+) -> bool {
+    opt_out != Some("off") && invariant && clocksource.map(str::trim) == Some("tsc") && allowed
+}
+
+/// CPUID leaf `0x8000_0007`, EDX bit 8: the invariant TSC.
+fn invariant_counter() -> bool {
+    use std::arch::x86_64::__cpuid;
+    // `__cpuid` is safe to call since Rust 1.87; the MSRV needs the block.
+    #[allow(unused_unsafe)]
+    // SAFETY: every x86-64 CPU has CPUID, and the extended leaf
+    // `0x8000_0000` (the highest extended leaf) is defined on all of them.
+    let highest = unsafe { __cpuid(0x8000_0000) }.eax;
+    if highest < 0x8000_0007 {
+        return false;
+    }
+    #[allow(unused_unsafe)]
+    // SAFETY: as above; the leaf exists, as `highest` says.
+    let power = unsafe { __cpuid(0x8000_0007) };
+    power.edx & (1 << 8) != 0
+}
+
+/// Whether `rdtsc` is allowed in user mode (a process may make it fault
+/// with `prctl(PR_SET_TSC, PR_TSC_SIGSEGV)`).
+fn rdtsc_allowed() -> bool {
+    let mut mode: libc::c_int = 0;
+    // SAFETY: `PR_GET_TSC` writes one `int` through the pointer given, which
+    // points to a live `c_int`.
+    let got = unsafe { libc::prctl(libc::PR_GET_TSC, &mut mode as *mut libc::c_int) };
+    got == 0 && mode == libc::PR_TSC_ENABLE
+}
+
+/// The counter.
+#[inline]
+fn read_ticks() -> u64 {
+    // SAFETY: `rdtsc` reads a register; it touches no memory. Every x86-64
+    // CPU has it, and `decide` checked that user mode may execute it (it
+    // faults only under `PR_TSC_SIGSEGV`, which makes it a signal, not
+    // undefined behaviour, were it set later).
+    unsafe { std::arch::x86_64::_rdtsc() }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds (what `Instant` reads).
+fn monotonic_nanos() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `clock_gettime` writes one `timespec` through the pointer,
+    // which points to a live one; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    (now.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(now.tv_nsec as u64)
+}
+
+/// The counter and both clocks, read together: bracketed by two counter
+/// reads and paired with the bracket's midpoint, the narrowest bracket of
+/// [`BRACKET_TRIES`].
+fn read() -> Reading {
+    let bracket = || {
+        let before = read_ticks();
+        let wall = SystemTime::now();
+        let mono = monotonic_nanos();
+        let width = read_ticks().saturating_sub(before);
+        let ticks = before + width / 2;
+        (width, Reading { ticks, wall, mono })
+    };
+    let mut best = bracket();
+    for _ in 1..BRACKET_TRIES {
+        let next = bracket();
+        if next.0 < best.0 {
+            best = next;
+        }
+    }
+    best.1
+}
+
+/// The process's origin.
+fn origin() -> Origin {
+    // Acquire: pairs with the Release store in `settle`. Whoever converts a
+    // tick got it from a record stamped after a load of `TICKS`, so this
+    // load reads `TICKS` too (coherence), and sees the origin.
+    let state = SOURCE.load(Ordering::Acquire);
+    debug_assert_eq!(state & STATE, TICKS);
+    Origin {
+        ticks: ORIGIN_TICKS.load(Ordering::Relaxed),
+        mono: ORIGIN_MONO.load(Ordering::Relaxed),
+    }
+}
+
+/// A record's ticks as wall-clock time: the converter its stamp carries,
+/// run by the thread reading the record's time.
+fn to_wall(ticks: u64) -> SystemTime {
+    let kept = ANCHOR.try_with(Cell::get).ok().flatten();
+    let anchor = match kept {
+        Some(anchor) if anchor.converts(ticks) => anchor,
+        _ => {
+            // Read after `ticks` was stamped: `ticks` is older than it.
+            let anchor = Anchor::new(origin(), read());
+            // A thread whose thread-locals are gone (at its exit) keeps none.
+            let _ = ANCHOR.try_with(|cell| cell.set(Some(anchor)));
+            anchor
+        }
+    };
+    anchor.wall_at(ticks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_counter_is_trusted_only_when_cpu_kernel_and_environment_agree() {
+        #[rustfmt::skip]
+        let table = [
+            // (LOGBUS_TSC, invariant, clocksource, rdtsc allowed) -> trusted
+            ((None,        true,  Some("tsc\n"),   true),  true),
+            ((Some("on"),  true,  Some("tsc\n"),   true),  true),
+            ((Some("off"), true,  Some("tsc\n"),   true),  false),
+            ((None,        false, Some("tsc\n"),   true),  false),
+            ((None,        true,  Some("hpet\n"),  true),  false),
+            ((None,        true,  Some("kvm-clock\n"), true), false),
+            ((None,        true,  None,            true),  false),
+            ((None,        true,  Some("tsc\n"),   false), false),
+        ];
+        for ((opt_out, invariant, clocksource, allowed), expected) in table {
+            assert_eq!(
+                trusted(opt_out, invariant, clocksource, allowed),
+                expected,
+                "{opt_out:?} {invariant} {clocksource:?} {allowed}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_source_is_decided_once() {
+        let source = AtomicU64::new(UNDECIDED);
+        assert_eq!(settle(&source, 0, || WALL), WALL);
+        assert_eq!(settle(&source, 0, || unreachable!("decided")), WALL);
+        // A forked child keeps the decision.
+        assert_eq!(settle(&source, 1, || unreachable!("decided")), WALL);
+    }
+
+    #[test]
+    fn a_decision_under_way_is_not_waited_for_but_redone_in_a_forked_child() {
+        // Another thread of this process (generation 3) is deciding: the
+        // caller goes on without waiting (and stamps the wall clock).
+        let source = AtomicU64::new(3 << 2 | DECIDING);
+        let state = settle(&source, 3, || unreachable!("someone else decides"));
+        assert_eq!(state & STATE, DECIDING);
+        // In a child forked meanwhile (generation 4) the claimant is gone:
+        // the child claims the decision and takes it.
+        assert_eq!(settle(&source, 4, || TICKS), TICKS);
+        assert_eq!(source.load(Ordering::Relaxed), TICKS);
+    }
+
+    #[test]
+    fn a_tick_converts_to_between_the_wall_clock_reads_around_it() {
+        // The 1 µs either side is the documented accuracy (`convert.rs`,
+        // well under it), not a timing threshold: the clock reads bound the
+        // moment of the tick from both sides, however long they take.
+        prepare();
+        if SOURCE.load(Ordering::Relaxed) & STATE != TICKS {
+            return; // not a trusted counter on this machine
+        }
+        let slack = std::time::Duration::from_micros(1);
+        for _ in 0..1_000 {
+            let before = SystemTime::now();
+            let ticks = read_ticks();
+            let after = SystemTime::now();
+            let time = to_wall(ticks);
+            assert!(time + slack >= before && time <= after + slack);
+        }
+    }
+}
