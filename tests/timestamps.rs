@@ -1,7 +1,8 @@
 //! Record times: stamped on the caller's thread (on x86-64 Linux a raw counter, converted
 //! when the time is first read), each within the documented accuracy of the wall clock read
-//! around its log call, non-decreasing per thread, one time per record in every output; the
-//! wall-clock fallback (`LOGBUS_TSC=off`, in a child process) keeps the same promises.
+//! around its log call, non-decreasing per thread, one time per record in every output and
+//! in a clone; the wall-clock fallback (`LOGBUS_TSC=off`, in a child process) keeps the same
+//! promises.
 //!
 //! The slack is the accuracy `src/clock/convert.rs` argues (under 0.1 µs here), rounded up
 //! to 1 µs, not a timing threshold: `SystemTime::now()` read before and after a log call
@@ -18,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use logbus::appenders::{ColorMode, Console, Layout};
-use logbus::{Memory, Subscription};
+use logbus::{AppendError, Appender, Memory, Record, Subscription};
 
 /// The documented accuracy, rounded up.
 const SLACK: Duration = Duration::from_micros(1);
@@ -36,6 +37,42 @@ impl Write for Shared {
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Keeps a clone of each record (`Memory` shares them instead), made on its worker before
+/// or after another worker's [`TimeReader`] read the same record's time.
+#[derive(Clone, Default)]
+struct Cloner(Arc<Mutex<Vec<Record>>>);
+
+impl Appender for Cloner {
+    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
+        self.0.lock().unwrap().push(record.clone());
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), AppendError> {
+        Ok(())
+    }
+}
+
+/// Reads each record's time on its worker, as a rendering appender does, and keeps it by
+/// message.
+#[derive(Clone, Default)]
+struct TimeReader(Arc<Mutex<BTreeMap<String, SystemTime>>>);
+
+impl Appender for TimeReader {
+    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
+        let time = record.time();
+        self.0
+            .lock()
+            .unwrap()
+            .insert(record.message().to_owned(), time);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), AppendError> {
         Ok(())
     }
 }
@@ -70,6 +107,13 @@ fn check_record_times() {
         .build_with_writers(text.clone(), text.clone());
     broker
         .subscribe(Subscription::builder("console", console))
+        .unwrap();
+    let (cloner, reader) = (Cloner::default(), TimeReader::default());
+    broker
+        .subscribe(Subscription::builder("cloner", cloner.clone()))
+        .unwrap();
+    broker
+        .subscribe(Subscription::builder("reader", reader.clone()))
         .unwrap();
 
     let start = SystemTime::now();
@@ -112,6 +156,19 @@ fn check_record_times() {
             );
         }
         assert_eq!(record.time(), time, "a record has one time");
+    }
+    // A clone, made whether or not the reader's worker had read the time yet, has the time
+    // the reader read, to the nanosecond.
+    let clones = cloner.0.lock().unwrap();
+    let read = reader.0.lock().unwrap();
+    assert_eq!(clones.len(), records.len());
+    for clone in clones.iter() {
+        assert_eq!(
+            clone.time(),
+            read[clone.message()],
+            "{}: a clone has the original's time",
+            clone.message()
+        );
     }
 
     // The console rendered the same records: their time, truncated to the microsecond.

@@ -91,11 +91,17 @@ impl Time {
     }
 }
 
+/// A clone has the original's time: the stamp is converted first (and the
+/// conversion kept in the original), then copied. Copying an unset cache
+/// would let the clone convert on its own, on another thread with another
+/// anchor, and print a time some nanoseconds off the original's.
 impl Clone for Time {
     fn clone(&self) -> Time {
+        self.get();
         Time {
             stamp: self.stamp,
-            // Relaxed: as for every access to `wall`.
+            // Relaxed: as for every access to `wall`; `get` above kept the
+            // conversion, and this thread reads its own store or a later one.
             wall: AtomicU64::new(self.wall.load(Ordering::Relaxed)),
         }
     }
@@ -148,6 +154,21 @@ mod tests {
             reused.get(),
             SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000)
         );
+    }
+
+    #[test]
+    fn a_clone_made_before_the_first_read_has_the_original_time() {
+        // Cloned before any read, then the original and the clone read on
+        // two threads: each thread's conversion would differ (`drifting`),
+        // so they agree only if the clone carries the original's.
+        let original = Time::new(Stamp::Ticks(1_700_000_000, drifting));
+        let clone = original.clone();
+        let (a, b) = std::thread::scope(|scope| {
+            let a = scope.spawn(|| original.get());
+            let b = scope.spawn(|| clone.get());
+            (a.join().unwrap(), b.join().unwrap())
+        });
+        assert_eq!(a, b);
     }
 
     #[test]
