@@ -29,20 +29,47 @@ pub enum Stamp {
 /// A [`Stamp`] and, for ticks, the wall-clock time of its first conversion.
 pub(crate) struct Time {
     stamp: Stamp,
-    /// For a `Ticks` stamp: nanoseconds since the Unix epoch of the first
-    /// conversion, 0 before it (a conversion before the epoch, or after
-    /// 2554, is not kept: each read converts again). Relaxed: the value is
-    /// the whole message, it guards no other memory; the compare-exchange
-    /// from 0 makes the first conversion stored the one every reader
-    /// returns.
+    /// For a `Ticks` stamp: the first conversion, in nanoseconds from the
+    /// Unix epoch (signed, as `i64` bits), or [`UNSET`] before it. A
+    /// conversion beyond what the other values span (before 1677 or after
+    /// 2262) is kept as the nearest one they do, so every conversion is
+    /// kept. Relaxed: the value is the whole message, it guards no other
+    /// memory; the compare-exchange from `UNSET` makes the first conversion
+    /// stored the one every reader returns.
     wall: AtomicU64,
+}
+
+/// No conversion yet: `i64::MIN` nanoseconds, which no kept time is.
+const UNSET: u64 = i64::MIN as u64;
+
+/// `time` as kept: nanoseconds from the epoch, clamped to `i64::MIN + 1 ..=
+/// i64::MAX`.
+fn to_kept(time: SystemTime) -> u64 {
+    let nanos = match time.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_nanos()).unwrap_or(i64::MAX),
+        Err(before) => {
+            i64::try_from(before.duration().as_nanos()).map_or(i64::MIN + 1, |nanos| -nanos)
+        }
+    };
+    nanos.max(i64::MIN + 1) as u64
+}
+
+/// The time a kept value stands for.
+fn from_kept(kept: u64) -> SystemTime {
+    let nanos = kept as i64;
+    let offset = Duration::from_nanos(nanos.unsigned_abs());
+    if nanos >= 0 {
+        SystemTime::UNIX_EPOCH + offset
+    } else {
+        SystemTime::UNIX_EPOCH - offset
+    }
 }
 
 impl Time {
     pub(crate) const fn new(stamp: Stamp) -> Time {
         Time {
             stamp,
-            wall: AtomicU64::new(0),
+            wall: AtomicU64::new(UNSET),
         }
     }
 
@@ -50,7 +77,7 @@ impl Time {
     /// conversion.
     pub(crate) fn set(&mut self, stamp: Stamp) {
         self.stamp = stamp;
-        *self.wall.get_mut() = 0;
+        *self.wall.get_mut() = UNSET;
     }
 
     /// The wall-clock time: the stamp's own, or the conversion of its
@@ -61,8 +88,8 @@ impl Time {
             Stamp::Wall(time) => time,
             Stamp::Ticks(ticks, convert) => {
                 let kept = self.wall.load(Ordering::Relaxed);
-                if kept != 0 {
-                    return SystemTime::UNIX_EPOCH + Duration::from_nanos(kept);
+                if kept != UNSET {
+                    return from_kept(kept);
                 }
                 self.keep(convert(ticks))
             }
@@ -73,20 +100,13 @@ impl Time {
     /// and returns the kept one.
     #[cold]
     fn keep(&self, converted: SystemTime) -> SystemTime {
-        let nanos = converted
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .ok()
-            .and_then(|d| u64::try_from(d.as_nanos()).ok())
-            .filter(|&nanos| nanos != 0);
-        let Some(nanos) = nanos else {
-            return converted;
-        };
+        let nanos = to_kept(converted);
         match self
             .wall
-            .compare_exchange(0, nanos, Ordering::Relaxed, Ordering::Relaxed)
+            .compare_exchange(UNSET, nanos, Ordering::Relaxed, Ordering::Relaxed)
         {
-            Ok(_) => converted,
-            Err(first) => SystemTime::UNIX_EPOCH + Duration::from_nanos(first),
+            Ok(_) => from_kept(nanos),
+            Err(first) => from_kept(first),
         }
     }
 }
@@ -171,12 +191,48 @@ mod tests {
         assert_eq!(a, b);
     }
 
+    /// 400 years: beyond what 64 bits of nanoseconds span either way.
+    const FAR: Duration = Duration::from_secs(400 * 365 * 24 * 3600);
+
+    static SPECIAL: AtomicUsize = AtomicUsize::new(0);
+
+    /// Times a kept conversion could collide with or not fit, by tick.
+    fn special(ticks: u64) -> SystemTime {
+        SPECIAL.fetch_add(1, Ordering::Relaxed);
+        match ticks {
+            0 => SystemTime::UNIX_EPOCH,
+            1 => SystemTime::UNIX_EPOCH - Duration::from_nanos(1),
+            2 => SystemTime::UNIX_EPOCH - Duration::from_secs(3),
+            3 => SystemTime::UNIX_EPOCH + FAR,
+            _ => SystemTime::UNIX_EPOCH - FAR,
+        }
+    }
+
     #[test]
-    fn a_conversion_at_the_epoch_is_not_kept_but_still_returned() {
-        let time = Time::new(Stamp::Ticks(0, seconds));
-        let before = CONVERSIONS.load(Ordering::Relaxed);
-        assert_eq!(time.get(), SystemTime::UNIX_EPOCH);
-        assert_eq!(time.get(), SystemTime::UNIX_EPOCH);
-        assert!(CONVERSIONS.load(Ordering::Relaxed) >= before + 2);
+    fn every_conversion_is_kept_even_at_the_epoch_and_beyond_the_range() {
+        // At the epoch, before it, and beyond the range (kept as the nearest
+        // time in it): each is converted once, and every read, the first
+        // too, returns the kept time.
+        let latest = from_kept(i64::MAX as u64);
+        let earliest = from_kept((i64::MIN + 1) as u64);
+        assert!(SystemTime::UNIX_EPOCH - FAR < earliest && latest < SystemTime::UNIX_EPOCH + FAR);
+        for (ticks, expected) in [
+            (0, SystemTime::UNIX_EPOCH),
+            (1, SystemTime::UNIX_EPOCH - Duration::from_nanos(1)),
+            (2, SystemTime::UNIX_EPOCH - Duration::from_secs(3)),
+            (3, latest),
+            (4, earliest),
+        ] {
+            let time = Time::new(Stamp::Ticks(ticks, special));
+            let before = SPECIAL.load(Ordering::Relaxed);
+            assert_eq!(time.get(), expected, "tick {ticks}");
+            assert_eq!(time.get(), expected, "tick {ticks}");
+            assert_eq!(time.clone().get(), expected, "tick {ticks}");
+            assert_eq!(
+                SPECIAL.load(Ordering::Relaxed),
+                before + 1,
+                "tick {ticks}: converted once"
+            );
+        }
     }
 }
