@@ -32,7 +32,14 @@ const OPT_OUT: &str = "LOGBUS_TSC";
 /// updated inside it; four such in a row are rare (the narrowest is 130
 /// ticks here, 99.9 % are under 420). About 0.2 µs per reading, at most
 /// once per millisecond per converting thread.
-const BRACKET_TRIES: usize = 4;
+const BRACKETS: usize = 4;
+
+/// How many brackets a reading tries at most: after [`BRACKETS`], it goes
+/// on while none is narrower than [`NARROW_TICKS`] or none was valid.
+const MAX_BRACKETS: usize = 16;
+
+/// A bracket narrower than this many ticks is good enough to stop at.
+const NARROW_TICKS: u64 = 1_000;
 
 /// The low bits of [`SOURCE`]: its state.
 const STATE: u64 = 0b11;
@@ -138,7 +145,9 @@ fn decide() -> u64 {
     ) {
         return WALL;
     }
-    let origin = read();
+    let Some(origin) = read() else {
+        return WALL; // the counter went back inside every bracket
+    };
     ORIGIN_TICKS.store(origin.ticks, Ordering::Relaxed);
     ORIGIN_MONO.store(origin.mono, Ordering::Relaxed);
     TICKS
@@ -205,26 +214,45 @@ fn monotonic_nanos() -> u64 {
         .wrapping_add(now.tv_nsec as u64)
 }
 
-/// The counter and both clocks, read together: bracketed by two counter
-/// reads and paired with the bracket's midpoint, the narrowest bracket of
-/// [`BRACKET_TRIES`].
-fn read() -> Reading {
+/// The counter and both clocks, read together: the narrowest valid bracket
+/// ([`narrowest`]) of two counter reads around the clock reads, paired with
+/// its midpoint; `None` if no bracket was valid.
+fn read() -> Option<Reading> {
     let bracket = || {
         let before = read_ticks();
         let wall = SystemTime::now();
         let mono = monotonic_nanos();
-        let width = read_ticks().saturating_sub(before);
-        let ticks = before + width / 2;
-        (width, Reading { ticks, wall, mono })
+        (before, read_ticks(), (wall, mono))
     };
-    let mut best = bracket();
-    for _ in 1..BRACKET_TRIES {
-        let next = bracket();
-        if next.0 < best.0 {
-            best = next;
+    narrowest(bracket).map(|(ticks, (wall, mono))| Reading { ticks, wall, mono })
+}
+
+/// Of the brackets `(before, after, value)` that `bracket` reads, the
+/// narrowest valid one, with its midpoint. A bracket is valid when `after`
+/// is not below `before` (it is, when the thread moved to a core whose
+/// counter is behind: never where the kernel trusts the counter, but not
+/// taken as width 0 if it happens). It reads [`BRACKETS`], then more while
+/// none is narrower than [`NARROW_TICKS`], up to [`MAX_BRACKETS`].
+fn narrowest<T>(mut bracket: impl FnMut() -> (u64, u64, T)) -> Option<(u64, T)> {
+    let mut best: Option<(u64, u64, T)> = None;
+    for tries in 1..=MAX_BRACKETS {
+        let (before, after, value) = bracket();
+        if let Some(width) = after.checked_sub(before) {
+            if best
+                .as_ref()
+                .map_or(true, |&(narrowest, ..)| width < narrowest)
+            {
+                best = Some((width, before + width / 2, value));
+            }
+        }
+        let narrow = best
+            .as_ref()
+            .is_some_and(|&(width, ..)| width < NARROW_TICKS);
+        if tries >= BRACKETS && narrow {
+            break;
         }
     }
-    best.1
+    best.map(|(_, ticks, value)| (ticks, value))
 }
 
 /// The process's origin.
@@ -247,8 +275,15 @@ fn to_wall(ticks: u64) -> SystemTime {
     let anchor = match kept {
         Some(anchor) if anchor.converts(ticks) => anchor,
         _ => {
-            // Read after `ticks` was stamped: `ticks` is older than it.
-            let anchor = Anchor::new(origin(), read());
+            // Read after `ticks` was stamped: `ticks` is older than it. A
+            // counter going back inside every bracket is not handled yet:
+            // a bracket's start, as before.
+            let now = read().unwrap_or_else(|| Reading {
+                ticks: read_ticks(),
+                wall: SystemTime::now(),
+                mono: monotonic_nanos(),
+            });
+            let anchor = Anchor::new(origin(), now);
             // A thread whose thread-locals are gone (at its exit) keeps none.
             let _ = ANCHOR.try_with(|cell| cell.set(Some(anchor)));
             anchor
@@ -304,6 +339,56 @@ mod tests {
         // the child claims the decision and takes it.
         assert_eq!(settle(&source, 4, || TICKS), TICKS);
         assert_eq!(source.load(Ordering::Relaxed), TICKS);
+    }
+
+    /// Scripted brackets `(before, after)`, counting how many were read.
+    fn script(brackets: &[(u64, u64)]) -> (Option<(u64, usize)>, usize) {
+        let mut read = 0;
+        let best = narrowest(|| {
+            let (before, after) = brackets[read];
+            read += 1;
+            (before, after, read - 1)
+        });
+        (best, read)
+    }
+
+    #[test]
+    fn a_bracket_whose_end_is_before_its_start_is_never_taken() {
+        // The second would be width 0 by a saturating subtraction, and win.
+        let (best, _) = script(&[
+            (1_000, 1_500),
+            (2_000, 1_900),
+            (3_000, 3_200),
+            (4_000, 4_600),
+        ]);
+        assert_eq!(best, Some((3_100, 2)));
+        // None valid in all the tries: no reading.
+        let (best, read) = script(&[(2_000, 1_000); MAX_BRACKETS]);
+        assert_eq!((best, read), (None, MAX_BRACKETS));
+    }
+
+    #[test]
+    fn brackets_are_read_until_one_is_narrow_and_the_narrowest_kept() {
+        // A narrow one among the first four: four reads.
+        let (best, read) = script(&[
+            (0, 5_000),
+            (10_000, 10_130),
+            (20_000, 20_400),
+            (30_000, 35_000),
+        ]);
+        assert_eq!((best, read), (Some((10_065, 1)), BRACKETS));
+        // Four wide ones (a preempted thread): more, up to the first narrow.
+        let mut brackets = [(0, 50_000); MAX_BRACKETS];
+        brackets[1] = (100_000, 120_000);
+        brackets[6] = (200_000, 200_900);
+        brackets[7] = (300_000, 300_100);
+        let (best, read) = script(&brackets);
+        assert_eq!((best, read), (Some((200_450, 6)), 7));
+        // None narrow: all of them, the narrowest kept.
+        brackets[6] = (200_000, 203_000);
+        brackets[7] = (300_000, 302_000);
+        let (best, read) = script(&brackets);
+        assert_eq!((best, read), (Some((301_000, 7)), MAX_BRACKETS));
     }
 
     #[test]
