@@ -128,9 +128,10 @@
 //! the caller's thread; records made within 1 ms after a wall-clock step may
 //! still be placed on the clock as it was before the step, and a system
 //! suspend or a change in NTP's frequency correction adds an error in
-//! proportion to how long after its stamp a record is first read. `LOGBUS_TSC=off` in the environment (read
-//! when the first broker is built) stamps `SystemTime::now()` instead, as
-//! logbus does on other systems.
+//! proportion to how long after its stamp a record is first read.
+//! `LOGBUS_TSC=off` in the environment (or `0`, `false` or `no`, in any
+//! case; read when the first broker is built) stamps `SystemTime::now()`
+//! instead, as logbus does on other systems.
 //!
 //! # Shutdown
 //!

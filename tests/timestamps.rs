@@ -77,6 +77,39 @@ impl Appender for TimeReader {
     }
 }
 
+/// What `src/clock/tsc.rs` decides on this machine, from the same conditions: the counter
+/// on x86-64 Linux when the CPU says it is invariant, the kernel's clock source is `tsc`,
+/// `rdtsc` is allowed and `LOGBUS_TSC` does not turn it off; the wall clock otherwise.
+fn expected_source() -> &'static str {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        let opted_out = std::env::var("LOGBUS_TSC").is_ok_and(|value| {
+            ["off", "0", "false", "no"]
+                .iter()
+                .any(|off| value.eq_ignore_ascii_case(off))
+        });
+        let clocksource = std::fs::read_to_string(
+            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+        )
+        .unwrap_or_default();
+        #[allow(unused_unsafe)] // `__cpuid` is safe since Rust 1.87
+        // SAFETY: every x86-64 CPU has CPUID and its extended leaf 0x8000_0000; 0x8000_0007
+        // is read only if that says it exists.
+        let invariant = unsafe {
+            use std::arch::x86_64::__cpuid;
+            __cpuid(0x8000_0000).eax >= 0x8000_0007 && __cpuid(0x8000_0007).edx & (1 << 8) != 0
+        };
+        let mut mode: libc::c_int = 0;
+        // SAFETY: `PR_GET_TSC` writes one `int` through the pointer, to a live `c_int`.
+        let got = unsafe { libc::prctl(libc::PR_GET_TSC, &mut mode as *mut libc::c_int) };
+        let allowed = got == 0 && mode == libc::PR_TSC_ENABLE;
+        if !opted_out && clocksource.trim() == "tsc" && invariant && allowed {
+            return "tsc";
+        }
+    }
+    "wall clock"
+}
+
 /// Truncated to the microsecond, as `{ts}` prints it.
 fn micros(time: SystemTime) -> u128 {
     time.duration_since(SystemTime::UNIX_EPOCH)
@@ -96,6 +129,8 @@ fn assert_within(time: SystemTime, before: SystemTime, after: SystemTime, what: 
 /// every record's time, per thread order, and the console's rendering of it.
 fn check_record_times() {
     let broker = common::broker();
+    // Decided as the broker was built: which of the two paths this run takes.
+    assert_eq!(logbus::testing::__stamp_source(), expected_source());
     let (memory, captured) = Memory::new();
     broker
         .subscribe(Subscription::builder("memory", memory))
@@ -205,6 +240,7 @@ fn child_wall_clock_fallback() {
         return;
     }
     check_record_times();
+    assert_eq!(logbus::testing::__stamp_source(), "wall clock");
 }
 
 #[test]

@@ -43,6 +43,24 @@ pub(crate) fn prepare() {
     tsc::prepare();
 }
 
+/// What records are stamped with, as decided so far: `"tsc"` (the
+/// counter), `"wall clock"` (`SystemTime::now()`), or `"undecided"` (no
+/// broker built yet). For tests, through `logbus::testing`.
+pub(crate) fn source() -> &'static str {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+    {
+        match tsc::ticks_decided() {
+            Some(true) => "tsc",
+            Some(false) => "wall clock",
+            None => "undecided",
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri))))]
+    {
+        "wall clock"
+    }
+}
+
 /// Now, in microseconds since the Unix epoch (0 if the clock is before it).
 pub(crate) fn now_micros() -> u64 {
     std::time::SystemTime::now()

@@ -12,7 +12,7 @@
 //!   and demotes the source when they do not. If the kernel does not trust
 //!   the counter, neither do we;
 //! - `rdtsc` is allowed (`prctl(PR_GET_TSC)`; a sandbox may make it fault);
-//! - `LOGBUS_TSC` is not `off`.
+//! - `LOGBUS_TSC` is not `off`, `0`, `false` or `no` (in any case).
 //!
 //! Otherwise a record is stamped with `SystemTime::now()`.
 
@@ -26,6 +26,9 @@ use crate::sync::{AtomicU64, Ordering};
 
 /// The environment variable that turns the counter off: `LOGBUS_TSC=off`.
 const OPT_OUT: &str = "LOGBUS_TSC";
+
+/// The values of [`OPT_OUT`] that turn the counter off, in any case.
+const OPT_OUT_VALUES: [&str; 4] = ["off", "0", "false", "no"];
 
 /// How many brackets a reading tries; it keeps the narrowest. One is wide
 /// when the thread was preempted or the kernel's clock data was being
@@ -89,6 +92,16 @@ pub(super) fn stamp() -> Stamp {
 /// Decides the source if nobody has.
 pub(super) fn prepare() {
     settle(&SOURCE, crate::fork::generation(), decide);
+}
+
+/// Whether records are stamped with the counter (`Some(true)`), the wall
+/// clock (`Some(false)`), or that is not decided yet (`None`).
+pub(super) fn ticks_decided() -> Option<bool> {
+    match SOURCE.load(Ordering::Relaxed) & STATE {
+        TICKS => Some(true),
+        WALL => Some(false),
+        _ => None,
+    }
 }
 
 #[cold]
@@ -160,7 +173,16 @@ fn trusted(
     clocksource: Option<&str>,
     allowed: bool,
 ) -> bool {
-    opt_out != Some("off") && invariant && clocksource.map(str::trim) == Some("tsc") && allowed
+    !opted_out(opt_out) && invariant && clocksource.map(str::trim) == Some("tsc") && allowed
+}
+
+/// Whether `LOGBUS_TSC`'s value turns the counter off.
+fn opted_out(value: Option<&str>) -> bool {
+    value.is_some_and(|value| {
+        OPT_OUT_VALUES
+            .iter()
+            .any(|off| value.eq_ignore_ascii_case(off))
+    })
 }
 
 /// CPUID leaf `0x8000_0007`, EDX bit 8: the invariant TSC.
@@ -301,14 +323,21 @@ mod tests {
         #[rustfmt::skip]
         let table = [
             // (LOGBUS_TSC, invariant, clocksource, rdtsc allowed) -> trusted
-            ((None,        true,  Some("tsc\n"),   true),  true),
-            ((Some("on"),  true,  Some("tsc\n"),   true),  true),
-            ((Some("off"), true,  Some("tsc\n"),   true),  false),
-            ((None,        false, Some("tsc\n"),   true),  false),
-            ((None,        true,  Some("hpet\n"),  true),  false),
-            ((None,        true,  Some("kvm-clock\n"), true), false),
-            ((None,        true,  None,            true),  false),
-            ((None,        true,  Some("tsc\n"),   false), false),
+            ((None,          true,  Some("tsc\n"),   true),  true),
+            ((Some("on"),    true,  Some("tsc\n"),   true),  true),
+            ((Some("1"),     true,  Some("tsc\n"),   true),  true),
+            ((Some(""),      true,  Some("tsc\n"),   true),  true),
+            ((Some("offf"),  true,  Some("tsc\n"),   true),  true),
+            ((Some("off"),   true,  Some("tsc\n"),   true),  false),
+            ((Some("OFF"),   true,  Some("tsc\n"),   true),  false),
+            ((Some("0"),     true,  Some("tsc\n"),   true),  false),
+            ((Some("False"), true,  Some("tsc\n"),   true),  false),
+            ((Some("no"),    true,  Some("tsc\n"),   true),  false),
+            ((None,          false, Some("tsc\n"),   true),  false),
+            ((None,          true,  Some("hpet\n"),  true),  false),
+            ((None,          true,  Some("kvm-clock\n"), true), false),
+            ((None,          true,  None,            true),  false),
+            ((None,          true,  Some("tsc\n"),   false), false),
         ];
         for ((opt_out, invariant, clocksource, allowed), expected) in table {
             assert_eq!(
@@ -391,14 +420,36 @@ mod tests {
         assert_eq!((best, read), (Some((301_000, 7)), MAX_BRACKETS));
     }
 
+    /// The decision `decide` takes on this machine, from the same inputs.
+    fn expected_source() -> u64 {
+        let opt_out = std::env::var(OPT_OUT).ok();
+        let clocksource = std::fs::read_to_string(
+            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+        )
+        .ok();
+        let trusted = trusted(
+            opt_out.as_deref(),
+            invariant_counter(),
+            clocksource.as_deref(),
+            rdtsc_allowed(),
+        );
+        if trusted {
+            TICKS
+        } else {
+            WALL
+        }
+    }
+
     #[test]
     fn a_tick_converts_to_between_the_wall_clock_reads_around_it() {
         // The 1 µs either side is the documented accuracy (`convert.rs`,
         // well under it), not a timing threshold: the clock reads bound the
         // moment of the tick from both sides, however long they take.
         prepare();
-        if SOURCE.load(Ordering::Relaxed) & STATE != TICKS {
-            return; // not a trusted counter on this machine
+        let source = SOURCE.load(Ordering::Relaxed) & STATE;
+        assert_eq!(source, expected_source(), "the decision on this machine");
+        if source != TICKS {
+            return; // stamped with the wall clock: nothing to convert
         }
         let slack = std::time::Duration::from_micros(1);
         for _ in 0..1_000 {
@@ -408,5 +459,6 @@ mod tests {
             let time = to_wall(ticks);
             assert!(time + slack >= before && time <= after + slack);
         }
+        assert_eq!(ticks_decided(), Some(true));
     }
 }
