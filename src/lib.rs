@@ -125,10 +125,23 @@
 //! its time is first read, usually by the worker rendering it; the first
 //! conversion is kept, so every output shows the same time. The conversion
 //! is within about 0.1 µs of what `SystemTime::now()` would have read on
-//! the caller's thread; records made within 1 ms after a wall-clock step may
-//! still be placed on the clock as it was before the step, and a system
-//! suspend or a change in NTP's frequency correction adds an error in
-//! proportion to how long after its stamp a record is first read.
+//! the caller's thread, for a record first read within a second or so of
+//! its stamp (about 0.05 µs more per further second). What can make it
+//! worse:
+//!
+//! - records made within 1 ms after a wall-clock step may still be placed
+//!   on the clock as it was before the step;
+//! - NTP may change the kernel's clock rate fast (the kernel allows 10 %
+//!   through the tick length, and chrony slews at up to 8.3 %): for up to
+//!   2 s after such a change a conversion may be off by that fraction of
+//!   1 ms (83 µs at chrony's fastest slew), and a record first read long
+//!   after its stamp by that fraction of its age (a steady NTP, under
+//!   1 ppm, adds under 1 ns per millisecond of age);
+//! - a record made before a system suspend and first read after it is off
+//!   by the kernel's error in measuring the suspend (up to about a second,
+//!   from the RTC, unless the counter runs through S3); records made after
+//!   it are not affected.
+//!
 //! `LOGBUS_TSC=off` in the environment (or `0`, `false` or `no`, in any
 //! case; read when the first broker is built) stamps `SystemTime::now()`
 //! instead, as logbus does on other systems.

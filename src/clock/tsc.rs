@@ -17,11 +17,11 @@
 //! Otherwise a record is stamped with `SystemTime::now()`.
 
 use std::cell::Cell;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use logbus_appenders::__private_api::Stamp;
 
-use super::convert::{Anchor, Origin, Reading};
+use super::convert::{Anchor, Converter, Rate, Reading};
 use crate::sync::{AtomicU64, Ordering};
 
 /// The environment variable that turns the counter off: `LOGBUS_TSC=off`.
@@ -66,15 +66,25 @@ const WALL: u64 = 3;
 /// clock. So no `Once` can be left running in a child.
 static SOURCE: AtomicU64 = AtomicU64::new(UNDECIDED);
 
-/// The [`Origin`], written by the claimant before its Release store of
-/// `TICKS`, and read by converters after their Acquire load of it
-/// (`origin`); never written again. Relaxed: that pair orders them.
+/// The origin (a `Reading`), written by the claimant before its Release
+/// store of `TICKS`, and read by converters after their Acquire load of it
+/// (`origin`); never written again. Relaxed: that pair orders them. The
+/// wall clock is kept as signed nanoseconds from the epoch.
 static ORIGIN_TICKS: AtomicU64 = AtomicU64::new(0);
-static ORIGIN_MONO: AtomicU64 = AtomicU64::new(0);
+static ORIGIN_WALL: AtomicU64 = AtomicU64::new(0);
+static ORIGIN_BOOT: AtomicU64 = AtomicU64::new(0);
+static ORIGIN_SLEPT: AtomicU64 = AtomicU64::new(0);
+
+/// The latest rate a thread measured over a full baseline (`Rate::to_bits`,
+/// 0 for none), for a thread without one of its own. Relaxed: one word, and
+/// any recent one will do.
+static LAST_RATE: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     /// This thread's anchor, once it has converted a tick.
     static ANCHOR: Cell<Option<Anchor>> = const { Cell::new(None) };
+    /// This thread's readings, read and written when it re-anchors.
+    static CONVERTER: Cell<Option<Converter>> = const { Cell::new(None) };
 }
 
 /// The stamp of a record built now.
@@ -162,7 +172,9 @@ fn decide() -> u64 {
         return WALL; // the counter went back inside every bracket
     };
     ORIGIN_TICKS.store(origin.ticks, Ordering::Relaxed);
-    ORIGIN_MONO.store(origin.mono, Ordering::Relaxed);
+    ORIGIN_WALL.store(signed_nanos(origin.wall) as u64, Ordering::Relaxed);
+    ORIGIN_BOOT.store(origin.boot, Ordering::Relaxed);
+    ORIGIN_SLEPT.store(origin.slept, Ordering::Relaxed);
     TICKS
 }
 
@@ -222,31 +234,61 @@ fn read_ticks() -> u64 {
     unsafe { std::arch::x86_64::_rdtsc() }
 }
 
-/// `CLOCK_MONOTONIC` in nanoseconds (what `Instant` reads).
-fn monotonic_nanos() -> u64 {
+/// `clock` (`CLOCK_MONOTONIC`, `CLOCK_BOOTTIME`) in nanoseconds.
+fn clock_nanos(clock: libc::clockid_t) -> u64 {
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `clock_gettime` writes one `timespec` through the pointer,
-    // which points to a live one; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    // which points to a live one; both clocks exist on every Linux logbus
+    // builds for (BOOTTIME since 2.6.39).
+    unsafe { libc::clock_gettime(clock, &mut now) };
     (now.tv_sec as u64)
         .wrapping_mul(1_000_000_000)
         .wrapping_add(now.tv_nsec as u64)
 }
 
-/// The counter and both clocks, read together: the narrowest valid bracket
-/// ([`narrowest`]) of two counter reads around the clock reads, paired with
-/// its midpoint; `None` if no bracket was valid.
-fn read() -> Option<Reading> {
-    let bracket = || {
-        let before = read_ticks();
-        let wall = SystemTime::now();
-        let mono = monotonic_nanos();
-        (before, read_ticks(), (wall, mono))
+/// Signed nanoseconds from the epoch (saturating).
+fn signed_nanos(time: SystemTime) -> i64 {
+    match time.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_nanos()).unwrap_or(i64::MAX),
+        Err(before) => i64::try_from(before.duration().as_nanos()).map_or(i64::MIN, |n| -n),
+    }
+}
+
+/// The time `signed_nanos` gave `nanos` for.
+fn from_signed_nanos(nanos: i64) -> SystemTime {
+    let offset = Duration::from_nanos(nanos.unsigned_abs());
+    if nanos >= 0 {
+        SystemTime::UNIX_EPOCH + offset
+    } else {
+        SystemTime::UNIX_EPOCH - offset
+    }
+}
+
+/// One bracket: the counter, the wall clock, `CLOCK_MONOTONIC`,
+/// `CLOCK_BOOTTIME` and the counter again; the reading at a given tick.
+fn bracket() -> (u64, u64, impl FnOnce(u64) -> Reading) {
+    let before = read_ticks();
+    let wall = SystemTime::now();
+    let mono = clock_nanos(libc::CLOCK_MONOTONIC);
+    let boot = clock_nanos(libc::CLOCK_BOOTTIME);
+    let after = read_ticks();
+    let reading = move |ticks| Reading {
+        ticks,
+        wall,
+        boot,
+        slept: boot.saturating_sub(mono),
     };
-    narrowest(bracket).map(|(ticks, (wall, mono))| Reading { ticks, wall, mono })
+    (before, after, reading)
+}
+
+/// The counter and the clocks, read together: the narrowest valid bracket
+/// ([`narrowest`]), paired with its midpoint; `None` if no bracket was
+/// valid.
+fn read() -> Option<Reading> {
+    narrowest(bracket).map(|(ticks, reading)| reading(ticks))
 }
 
 /// Of the brackets `(before, after, value)` that `bracket` reads, the
@@ -277,40 +319,59 @@ fn narrowest<T>(mut bracket: impl FnMut() -> (u64, u64, T)) -> Option<(u64, T)> 
     best.map(|(_, ticks, value)| (ticks, value))
 }
 
+/// A reading whatever the counter does: the narrowest valid bracket, or
+/// else one bracket's start.
+fn rough_read() -> Reading {
+    read().unwrap_or_else(|| {
+        let (before, _, reading) = bracket();
+        reading(before)
+    })
+}
+
 /// The process's origin.
-fn origin() -> Origin {
+fn origin() -> Reading {
     // Acquire: pairs with the Release store in `settle`. Whoever converts a
     // tick got it from a record stamped after a load of `TICKS`, so this
     // load reads `TICKS` too (coherence), and sees the origin.
     let state = SOURCE.load(Ordering::Acquire);
     debug_assert_eq!(state & STATE, TICKS);
-    Origin {
+    Reading {
         ticks: ORIGIN_TICKS.load(Ordering::Relaxed),
-        mono: ORIGIN_MONO.load(Ordering::Relaxed),
+        wall: from_signed_nanos(ORIGIN_WALL.load(Ordering::Relaxed) as i64),
+        boot: ORIGIN_BOOT.load(Ordering::Relaxed),
+        slept: ORIGIN_SLEPT.load(Ordering::Relaxed),
     }
 }
 
 /// A record's ticks as wall-clock time: the converter its stamp carries,
 /// run by the thread reading the record's time.
 fn to_wall(ticks: u64) -> SystemTime {
-    let kept = ANCHOR.try_with(Cell::get).ok().flatten();
-    let anchor = match kept {
-        Some(anchor) if anchor.converts(ticks) => anchor,
-        _ => {
-            // Read after `ticks` was stamped: `ticks` is older than it. A
-            // counter going back inside every bracket is not handled yet:
-            // a bracket's start, as before.
-            let now = read().unwrap_or_else(|| Reading {
-                ticks: read_ticks(),
-                wall: SystemTime::now(),
-                mono: monotonic_nanos(),
-            });
-            let anchor = Anchor::new(origin(), now);
-            // A thread whose thread-locals are gone (at its exit) keeps none.
-            let _ = ANCHOR.try_with(|cell| cell.set(Some(anchor)));
-            anchor
+    if let Some(anchor) = ANCHOR.try_with(Cell::get).ok().flatten() {
+        if anchor.converts(ticks) {
+            return anchor.wall_at(ticks);
         }
-    };
+    }
+    convert_slowly(ticks)
+}
+
+/// `to_wall` with a new anchor.
+#[cold]
+#[inline(never)]
+fn convert_slowly(ticks: u64) -> SystemTime {
+    // A thread whose thread-locals are gone (at its exit) keeps nothing.
+    let mut converter = CONVERTER
+        .try_with(Cell::get)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| Converter::new(origin()));
+    let known = Rate::from_bits(LAST_RATE.load(Ordering::Relaxed));
+    // Read after `ticks` was stamped: `ticks` is older than it.
+    let anchor = converter.anchor(rough_read(), known);
+    if let Some(bits) = converter.rate().and_then(Rate::to_bits) {
+        LAST_RATE.store(bits, Ordering::Relaxed);
+    }
+    let _ = ANCHOR.try_with(|cell| cell.set(Some(anchor)));
+    let _ = CONVERTER.try_with(|cell| cell.set(Some(converter)));
     anchor.wall_at(ticks)
 }
 
