@@ -140,7 +140,11 @@
 //! - a record made before a system suspend and first read after it is off
 //!   by the kernel's error in measuring the suspend (up to about a second,
 //!   from the RTC, unless the counter runs through S3); records made after
-//!   it are not affected.
+//!   it are not affected;
+//! - where a resume from S3 resets the counter, logbus notices when a
+//!   record is next converted and stamps `SystemTime::now()` for the rest
+//!   of the process; the records stamped around the reset are placed as
+//!   well as their ticks allow.
 //!
 //! `LOGBUS_TSC=off` in the environment (or `0`, `false` or `no`, in any
 //! case; read when the first broker is built) stamps `SystemTime::now()`

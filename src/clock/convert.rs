@@ -95,8 +95,17 @@
 //!   second, unless the counter runs through S3); it is off by their
 //!   difference. Records made after the suspend are not affected.
 //! - **The counter going back** (on resume from S3 on a CPU whose counter
-//!   does not run through it): not handled; a reading below the thread's
-//!   latest gives no rate, and its anchor keeps the previous one.
+//!   does not run through it; the kernel copes, reading it afresh): a
+//!   thread notices when it converts after it, from a reading below its
+//!   latest ([`WentBack`]) or, for a tick older than its anchor, from the
+//!   counter read below the anchor (`tsc.rs`, which then stops stamping
+//!   ticks for the rest of the process). The stamps still outstanding are
+//!   converted by a [`Fallback`], which cannot always tell which side of
+//!   the reset a stamp was made on: it takes every tick below the origin,
+//!   or not past the reading after the reset, for after it. So it errs for
+//!   a stamp made after the reset if the counter had climbed back past the
+//!   origin before any conversion noticed, and for one made before it and
+//!   first read after it that is not past that reading.
 //!
 //! The counter itself is trusted only where the kernel trusts it (`tsc.rs`),
 //! so it is the same on every core and does not stop or change rate while
@@ -169,6 +178,14 @@ impl Rate {
         })
     }
 
+    /// How many nanoseconds `ticks` take at this rate (saturating).
+    fn nanos_for(&self, ticks: u64) -> u64 {
+        let nanos = u128::from(ticks)
+            .checked_mul(self.per_tick)
+            .map_or(u128::MAX, |n| n >> 64);
+        u64::try_from(nanos).unwrap_or(u64::MAX)
+    }
+
     /// A rate another thread measured over a full baseline (`to_bits`).
     pub(crate) fn from_bits(bits: u64) -> Option<Rate> {
         (bits != 0).then(|| Rate {
@@ -215,6 +232,12 @@ impl Anchor {
         }
     }
 
+    /// The anchor's tick: a tick older than it was stamped before it was
+    /// read, unless the counter went back since.
+    pub(crate) fn ticks(&self) -> u64 {
+        self.ticks
+    }
+
     /// Whether this anchor converts `ticks` within the bound: every tick
     /// older than the anchor, and newer ones up to `min(1 ms, baseline)`
     /// past it. `false` means: read a new anchor first.
@@ -248,6 +271,10 @@ impl Anchor {
     }
 }
 
+/// The counter went back: a reading below an earlier one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WentBack;
+
 /// A converting thread's readings: the latest, with the rate its anchor
 /// converts at, and where the next rate's baseline starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -274,8 +301,25 @@ impl Converter {
     /// The anchor at `now`, a reading taken after every tick it is to
     /// convert. `known` is a rate another thread measured, for a thread
     /// with none of its own whose baseline holds a suspend.
-    pub(crate) fn anchor(&mut self, now: Reading, known: Option<Rate>) -> Anchor {
+    pub(crate) fn anchor(&mut self, now: Reading, known: Option<Rate>) -> Result<Anchor, WentBack> {
+        let latest = self.latest.map_or(self.base, |(reading, _)| reading);
+        if now.ticks < latest.ticks {
+            return Err(WentBack);
+        }
         let carried = self.latest.map(|(_, rate)| rate).or(known);
+        // Across a suspend, a counter that went back may have climbed past
+        // `latest` again; but it counted less than the time the system was
+        // awake since (MONOTONIC's), which one that ran, stopped or not,
+        // never does: less than half of it is taken for going back.
+        if let Some(rate) = carried.filter(|rate| rate.per_tick != 0) {
+            if now.slept > latest.slept.saturating_add(SUSPEND_NANOS) {
+                let mono = |reading: Reading| reading.boot.saturating_sub(reading.slept);
+                let awake = mono(now).saturating_sub(mono(latest));
+                if rate.nanos_for(now.ticks - latest.ticks) < awake / 2 {
+                    return Err(WentBack);
+                }
+            }
+        }
         if let Some(pending) = self.pending {
             if now.boot.saturating_sub(pending.boot) >= BASELINE_NANOS {
                 self.base = pending;
@@ -310,12 +354,56 @@ impl Converter {
             self.pending = Some(now);
         }
         self.latest = Some((now, rate));
-        Anchor::at(&now, rate)
+        Ok(Anchor::at(&now, rate))
     }
 
     /// The rate of the latest anchor.
     pub(crate) fn rate(&self) -> Option<Rate> {
         self.latest.map(|(_, rate)| rate)
+    }
+
+    /// How to convert the ticks still outstanding once the counter went
+    /// back, with `now` read after it (and after ticks stopped being
+    /// stamped), `origin` the process's origin and `known` as for
+    /// [`anchor`](Converter::anchor).
+    pub(crate) fn fallback(&self, origin: Reading, now: Reading, known: Option<Rate>) -> Fallback {
+        let (last, rate) = match self.latest {
+            Some((reading, rate)) => (reading, rate),
+            None => (origin, known.unwrap_or(Rate::NONE)),
+        };
+        // Both convert any distance: the bound is gone anyway.
+        let unbounded = Rate {
+            ticks: u64::MAX,
+            ..rate
+        };
+        Fallback {
+            before: Anchor::at(&last, unbounded),
+            after: Anchor::at(&now, unbounded),
+            origin: origin.ticks,
+        }
+    }
+}
+
+/// The conversion of ticks stamped around the counter going back: each is
+/// taken as stamped after it if below the origin (every earlier stamp is at
+/// or past it) or not past the reading after it, and converted from that
+/// reading; otherwise as stamped before, converted from the thread's last
+/// anchor before it (or the origin). Both at the last rate known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Fallback {
+    before: Anchor,
+    after: Anchor,
+    origin: u64,
+}
+
+impl Fallback {
+    /// The wall-clock time of `ticks`, as well as can be told.
+    pub(crate) fn wall_at(&self, ticks: u64) -> SystemTime {
+        if ticks < self.origin || ticks <= self.after.ticks {
+            self.after.wall_at(ticks)
+        } else {
+            self.before.wall_at(ticks)
+        }
     }
 }
 
@@ -357,7 +445,7 @@ mod tests {
 
     /// A thread's first anchor.
     fn first_anchor(now: Reading) -> Anchor {
-        Converter::new(origin()).anchor(now, None)
+        Converter::new(origin()).anchor(now, None).unwrap()
     }
 
     /// The signed distance from `b` to `a`, in nanoseconds.
@@ -477,7 +565,7 @@ mod tests {
             for (base_sign, wall_sign, boot_sign) in signs {
                 let base = off(origin(), 0, base_sign * e_b);
                 let now = off(reading(baseline), wall_sign * e_a, boot_sign * e_a);
-                let anchor = Converter::new(base).anchor(now, None);
+                let anchor = Converter::new(base).anchor(now, None).unwrap();
                 let bound = i128::from(2 * e_a + e_b + 1);
                 let newest =
                     newest_converted(&anchor, ORIGIN.ticks + 2 * baseline + 1) - ORIGIN.ticks;
@@ -504,14 +592,16 @@ mod tests {
         for (base_sign, wall_sign, boot_sign) in signs {
             let mut converter = Converter::new(origin());
             for second in 1..=3 {
-                converter.anchor(
-                    off(reading(second * TICKS_PER_SECOND), 0, base_sign * e_b),
-                    None,
-                );
+                converter
+                    .anchor(
+                        off(reading(second * TICKS_PER_SECOND), 0, base_sign * e_b),
+                        None,
+                    )
+                    .unwrap();
             }
             let at = 4 * TICKS_PER_SECOND;
             let now = off(reading(at), wall_sign * e_a, boot_sign * e_a);
-            let anchor = converter.anchor(now, None);
+            let anchor = converter.anchor(now, None).unwrap();
             let baseline = converter.rate().unwrap().ticks;
             assert!(
                 [TICKS_PER_SECOND, 2 * TICKS_PER_SECOND].contains(&baseline),
@@ -573,7 +663,7 @@ mod tests {
         let step = TICKS_PER_SECOND / 100;
         for i in 1..=2_000 {
             let now = i * step;
-            let anchor = converter.anchor(at(now), None);
+            let anchor = converter.anchor(at(now), None).unwrap();
             let newest =
                 newest_converted(&anchor, ORIGIN.ticks + now + TICKS_PER_SECOND) - ORIGIN.ticks;
             let error = nanos_between(anchor.wall_at(ORIGIN.ticks + newest), at(newest).wall);
@@ -615,7 +705,9 @@ mod tests {
     fn suspend() -> Suspend {
         let mut converter = Converter::new(origin());
         for second in 1..=3_600 {
-            converter.anchor(reading(second * TICKS_PER_SECOND), None);
+            converter
+                .anchor(reading(second * TICKS_PER_SECOND), None)
+                .unwrap();
         }
         // The kernel's clocks after the resume: BOOTTIME and the wall clock
         // gained 10 h + 0.7 s while the counter counted 10 h; MONOTONIC did
@@ -648,7 +740,7 @@ mod tests {
             resumed,
             after,
         } = suspend();
-        let anchor = converter.anchor(resumed, None);
+        let anchor = converter.anchor(resumed, None).unwrap();
         let made = resumed.ticks - 250_000;
         let error = nanos_between(anchor.wall_at(made), after(made));
         assert!(error.abs() <= 1, "100 µs old: off by {error} ns");
@@ -667,7 +759,7 @@ mod tests {
                 boot: ORIGIN.boot + nanos,
                 slept: resumed.slept,
             };
-            let anchor = converter.anchor(now, None);
+            let anchor = converter.anchor(now, None).unwrap();
             let nanos = converter.rate().unwrap().nanos;
             assert!(
                 nanos == 3_600 * SECOND - SECOND || nanos >= SECOND,
@@ -691,7 +783,7 @@ mod tests {
             .and_then(Rate::to_bits)
             .and_then(Rate::from_bits);
         assert!(known.is_some(), "an hour's rate is worth sharing");
-        let anchor = Converter::new(origin()).anchor(resumed, known);
+        let anchor = Converter::new(origin()).anchor(resumed, known).unwrap();
         for t in [
             resumed.ticks - 250_000,
             newest_converted(&anchor, resumed.ticks + HOUR),
@@ -701,19 +793,119 @@ mod tests {
         }
         // With none known, BOOTTIME's count across the suspend: off by the
         // RTC's error over the baseline, 0.7 s in 11 h, 18 ppm.
-        let anchor = Converter::new(origin()).anchor(resumed, None);
+        let anchor = Converter::new(origin()).anchor(resumed, None).unwrap();
         let t = newest_converted(&anchor, resumed.ticks + HOUR);
         let error = nanos_between(anchor.wall_at(t), after(t));
         assert!(error.abs() <= 18, "the newest: off by {error} ns");
     }
 
+    /// A process started an hour after boot, and an exact reading of the
+    /// counter's timeline before a reset, `ticks_after` its origin.
+    const LATE_ORIGIN: Reading = Reading {
+        ticks: HOUR,
+        wall: SystemTime::UNIX_EPOCH,
+        boot: 3_600 * SECOND,
+        slept: 0,
+    };
+
+    fn late(ticks_after: u64) -> Reading {
+        let nanos = ticks_after * 2 / 5;
+        Reading {
+            ticks: LATE_ORIGIN.ticks + ticks_after,
+            wall: wall(nanos),
+            boot: LATE_ORIGIN.boot + nanos,
+            slept: 0,
+        }
+    }
+
+    #[test]
+    fn the_counter_going_back_is_noticed_and_both_sides_converted() {
+        // The review's case: the counter reset by a resume from S3, below
+        // the origin; the rate was 0 and every newer tick re-anchored.
+        let origin = late(0);
+        let mut converter = Converter::new(origin);
+        converter.anchor(late(HOUR), None).unwrap();
+        let before = late(2 * HOUR);
+        let anchor = converter.anchor(before, None).unwrap();
+        // A 5 h suspend, and 10 s of counting after the reset.
+        let nanos = 7 * 3_600 * SECOND + 10 * SECOND;
+        let now = Reading {
+            ticks: 10 * TICKS_PER_SECOND,
+            wall: wall(nanos),
+            boot: LATE_ORIGIN.boot + nanos,
+            slept: 5 * 3_600 * SECOND,
+        };
+        assert_eq!(converter.anchor(now, None), Err(WentBack));
+        assert_eq!(Converter::new(origin).anchor(now, None), Err(WentBack));
+        let fallback = converter.fallback(origin, now, None);
+        // After the reset: 50 µs before the reading, and 1 µs after it.
+        let made = now.ticks - 125_000;
+        assert_eq!(fallback.wall_at(made), now.wall - Duration::from_micros(50));
+        let made = now.ticks + 2_500;
+        assert_eq!(fallback.wall_at(made), now.wall + Duration::from_micros(1));
+        // Before it: 1 µs before the last anchor, and 1 µs past it.
+        let made = before.ticks - 2_500;
+        assert_eq!(fallback.wall_at(made), anchor.wall_at(made));
+        assert_eq!(
+            fallback.wall_at(made),
+            before.wall - Duration::from_micros(1)
+        );
+        let made = before.ticks + 2_500;
+        assert_eq!(
+            fallback.wall_at(made),
+            before.wall + Duration::from_micros(1)
+        );
+        // A thread that had no anchor converts the older side from the
+        // origin, at the rate another thread knew.
+        let known = converter
+            .rate()
+            .and_then(Rate::to_bits)
+            .and_then(Rate::from_bits);
+        let fallback = Converter::new(origin).fallback(origin, now, known);
+        assert_eq!(fallback.wall_at(before.ticks), before.wall);
+        let made = now.ticks - 125_000;
+        assert_eq!(fallback.wall_at(made), now.wall - Duration::from_micros(50));
+    }
+
+    #[test]
+    fn a_counter_that_went_back_and_climbed_past_the_latest_reading_is_noticed() {
+        // The latest reading 10 min after the origin, 1 min before a
+        // suspend that reset the counter; the first conversion after it
+        // comes 2 h later, the counter well past that reading again.
+        let mut converter = Converter::new(late(0));
+        let latest = late(10 * 60 * TICKS_PER_SECOND);
+        converter.anchor(latest, None).unwrap();
+        let awake = (10 + 1) * 60 * SECOND + 7_200 * SECOND;
+        let nanos = awake + 3_600 * SECOND;
+        let now = Reading {
+            ticks: 7_200 * TICKS_PER_SECOND,
+            wall: wall(nanos),
+            boot: LATE_ORIGIN.boot + nanos,
+            slept: 3_600 * SECOND,
+        };
+        assert!(now.ticks > latest.ticks);
+        assert_eq!(converter.anchor(now, None), Err(WentBack));
+        // A counter that ran through the suspend, or stopped in it, did not.
+        for counted in [nanos - 10 * 60 * SECOND, awake - 10 * 60 * SECOND] {
+            let mut converter = Converter::new(late(0));
+            converter.anchor(latest, None).unwrap();
+            let ran = Reading {
+                ticks: latest.ticks + counted / 2 * 5,
+                ..now
+            };
+            assert!(converter.anchor(ran, None).is_ok(), "counted {counted} ns");
+        }
+    }
+
     #[test]
     fn a_rate_shared_in_one_word_keeps_its_precision() {
         let mut converter = Converter::new(origin());
-        converter.anchor(reading(TICKS_PER_SECOND / 2), None);
+        converter
+            .anchor(reading(TICKS_PER_SECOND / 2), None)
+            .unwrap();
         let young = converter.rate().unwrap();
         assert_eq!(young.to_bits(), None, "half a second: not shared");
-        converter.anchor(reading(HOUR), None);
+        converter.anchor(reading(HOUR), None).unwrap();
         let rate = converter.rate().unwrap();
         let shared = Rate::from_bits(rate.to_bits().unwrap()).unwrap();
         assert!(rate.per_tick - shared.per_tick < 1 << 16);
@@ -758,7 +950,7 @@ mod tests {
             wall: wall(0),
             ..ORIGIN
         };
-        let anchor = Converter::new(origin).anchor(now, None);
+        let anchor = Converter::new(origin).anchor(now, None).unwrap();
         let expected = wall(SECOND) + Duration::from_nanos((u64::MAX - now.ticks).div_ceil(4));
         assert_eq!(anchor.wall_at(u64::MAX), expected);
         let mut last = anchor.wall_at(0);

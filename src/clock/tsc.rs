@@ -15,13 +15,18 @@
 //! - `LOGBUS_TSC` is not `off`, `0`, `false` or `no` (in any case).
 //!
 //! Otherwise a record is stamped with `SystemTime::now()`.
+//!
+//! Once a converting thread finds the counter went back (`convert.rs`:
+//! a reset on resume from S3), logbus stops stamping it for the rest of the
+//! process: `SOURCE` goes from `TICKS` to `WALL`, and each thread converts
+//! the tick stamps still outstanding with its `Fallback`.
 
 use std::cell::Cell;
 use std::time::{Duration, SystemTime};
 
 use logbus_appenders::__private_api::Stamp;
 
-use super::convert::{Anchor, Converter, Rate, Reading};
+use super::convert::{Anchor, Converter, Fallback, Rate, Reading, WentBack};
 use crate::sync::{AtomicU64, Ordering};
 
 /// The environment variable that turns the counter off: `LOGBUS_TSC=off`.
@@ -57,10 +62,13 @@ const WALL: u64 = 3;
 ///   claims the decision; the bits above hold the fork generation
 ///   (`fork.rs`) it was claimed in;
 /// - `DECIDING` -> `TICKS` (after the origin is written) or `WALL`: the
-///   claimant's store, and no other transition leaves those two;
+///   claimant's store;
 /// - `DECIDING` of an older fork generation -> `DECIDING`: a forked child
 ///   whose parent was deciding when it forked (the claimant did not come
-///   along) claims the decision again.
+///   along) claims the decision again;
+/// - `TICKS` -> `WALL`: a converting thread found the counter went back
+///   (`give_up`). No other transition leaves `TICKS`, and none leaves
+///   `WALL`.
 ///
 /// No thread waits: while another decides, a log call stamps the wall
 /// clock. So no `Once` can be left running in a child.
@@ -80,11 +88,21 @@ static ORIGIN_SLEPT: AtomicU64 = AtomicU64::new(0);
 /// any recent one will do.
 static LAST_RATE: AtomicU64 = AtomicU64::new(0);
 
+/// A converting thread's state beyond its anchor.
+#[derive(Clone, Copy)]
+enum State {
+    /// Converting ticks: the readings the next anchor is measured from.
+    Ticks(Converter),
+    /// The counter went back: how this thread converts the ticks still
+    /// outstanding.
+    GaveUp(Fallback),
+}
+
 thread_local! {
     /// This thread's anchor, once it has converted a tick.
     static ANCHOR: Cell<Option<Anchor>> = const { Cell::new(None) };
-    /// This thread's readings, read and written when it re-anchors.
-    static CONVERTER: Cell<Option<Converter>> = const { Cell::new(None) };
+    /// This thread's state, read and written when it re-anchors.
+    static CONVERTER: Cell<Option<State>> = const { Cell::new(None) };
 }
 
 /// The stamp of a record built now.
@@ -151,6 +169,13 @@ fn settle(source: &AtomicU64, generation: u64, decide: impl FnOnce() -> u64) -> 
     // origin, written by `decide`, is seen by whoever sees `TICKS`.
     source.store(decided, Ordering::Release);
     decided
+}
+
+/// Stops stamping the counter: `TICKS` -> `WALL`, if it is `TICKS`.
+fn give_up(source: &AtomicU64) {
+    // Release: a thread whose load in `origin` (Acquire) reads this `WALL`
+    // sees the origin, which this thread saw.
+    let _ = source.compare_exchange(TICKS, WALL, Ordering::Release, Ordering::Relaxed);
 }
 
 /// The decision, taken by the claimant: `TICKS` with the origin written,
@@ -319,8 +344,8 @@ fn narrowest<T>(mut bracket: impl FnMut() -> (u64, u64, T)) -> Option<(u64, T)> 
     best.map(|(_, ticks, value)| (ticks, value))
 }
 
-/// A reading whatever the counter does: the narrowest valid bracket, or
-/// else one bracket's start.
+/// A reading whatever the counter does (for a thread that found it going
+/// back): the narrowest valid bracket, or else one bracket's start.
 fn rough_read() -> Reading {
     read().unwrap_or_else(|| {
         let (before, _, reading) = bracket();
@@ -332,9 +357,10 @@ fn rough_read() -> Reading {
 fn origin() -> Reading {
     // Acquire: pairs with the Release store in `settle`. Whoever converts a
     // tick got it from a record stamped after a load of `TICKS`, so this
-    // load reads `TICKS` too (coherence), and sees the origin.
+    // load reads `TICKS` or the `WALL` stored after it (coherence), and sees
+    // the origin.
     let state = SOURCE.load(Ordering::Acquire);
-    debug_assert_eq!(state & STATE, TICKS);
+    debug_assert!(matches!(state & STATE, TICKS | WALL));
     Reading {
         ticks: ORIGIN_TICKS.load(Ordering::Relaxed),
         wall: from_signed_nanos(ORIGIN_WALL.load(Ordering::Relaxed) as i64),
@@ -347,32 +373,56 @@ fn origin() -> Reading {
 /// run by the thread reading the record's time.
 fn to_wall(ticks: u64) -> SystemTime {
     if let Some(anchor) = ANCHOR.try_with(Cell::get).ok().flatten() {
-        if anchor.converts(ticks) {
+        // A tick older than the anchor was stamped before it, unless the
+        // counter went back since: then it reads below the anchor now.
+        if anchor.converts(ticks) && (ticks > anchor.ticks() || read_ticks() >= anchor.ticks()) {
             return anchor.wall_at(ticks);
         }
     }
     convert_slowly(ticks)
 }
 
-/// `to_wall` with a new anchor.
+/// `to_wall` with a new anchor, or once the counter went back.
 #[cold]
 #[inline(never)]
 fn convert_slowly(ticks: u64) -> SystemTime {
+    let origin = origin();
     // A thread whose thread-locals are gone (at its exit) keeps nothing.
-    let mut converter = CONVERTER
-        .try_with(Cell::get)
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| Converter::new(origin()));
+    let mut converter = match CONVERTER.try_with(Cell::get).ok().flatten() {
+        Some(State::GaveUp(fallback)) => return fallback.wall_at(ticks),
+        Some(State::Ticks(converter)) => converter,
+        None => Converter::new(origin),
+    };
     let known = Rate::from_bits(LAST_RATE.load(Ordering::Relaxed));
-    // Read after `ticks` was stamped: `ticks` is older than it.
-    let anchor = converter.anchor(rough_read(), known);
-    if let Some(bits) = converter.rate().and_then(Rate::to_bits) {
-        LAST_RATE.store(bits, Ordering::Relaxed);
+    // Relaxed: `origin` above ordered the reads of the origin.
+    let given_up = SOURCE.load(Ordering::Relaxed) & STATE == WALL;
+    let anchored = if given_up {
+        Err(WentBack)
+    } else {
+        // Read after `ticks` was stamped: `ticks` is older than it.
+        read()
+            .ok_or(WentBack)
+            .and_then(|now| converter.anchor(now, known))
+    };
+    match anchored {
+        Ok(anchor) => {
+            if let Some(bits) = converter.rate().and_then(Rate::to_bits) {
+                LAST_RATE.store(bits, Ordering::Relaxed);
+            }
+            let _ = ANCHOR.try_with(|cell| cell.set(Some(anchor)));
+            let _ = CONVERTER.try_with(|cell| cell.set(Some(State::Ticks(converter))));
+            anchor.wall_at(ticks)
+        }
+        Err(WentBack) => {
+            give_up(&SOURCE);
+            // Read after no more ticks are stamped, but for a log call that
+            // loaded `TICKS` just before.
+            let fallback = converter.fallback(origin, rough_read(), known);
+            let _ = ANCHOR.try_with(|cell| cell.set(None));
+            let _ = CONVERTER.try_with(|cell| cell.set(Some(State::GaveUp(fallback))));
+            fallback.wall_at(ticks)
+        }
     }
-    let _ = ANCHOR.try_with(|cell| cell.set(Some(anchor)));
-    let _ = CONVERTER.try_with(|cell| cell.set(Some(converter)));
-    anchor.wall_at(ticks)
 }
 
 #[cfg(test)]
@@ -429,6 +479,23 @@ mod tests {
         // the child claims the decision and takes it.
         assert_eq!(settle(&source, 4, || TICKS), TICKS);
         assert_eq!(source.load(Ordering::Relaxed), TICKS);
+    }
+
+    #[test]
+    fn giving_up_turns_ticks_to_the_wall_clock_and_nothing_else() {
+        for (from, to) in [
+            (TICKS, WALL),
+            (WALL, WALL),
+            (UNDECIDED, UNDECIDED),
+            (5 << 2 | DECIDING, 5 << 2 | DECIDING),
+        ] {
+            let source = AtomicU64::new(from);
+            give_up(&source);
+            assert_eq!(source.load(Ordering::Relaxed), to, "from {from}");
+        }
+        let source = AtomicU64::new(TICKS);
+        give_up(&source);
+        assert_eq!(settle(&source, 0, || unreachable!("decided")), WALL);
     }
 
     /// Scripted brackets `(before, after)`, counting how many were read.
