@@ -129,8 +129,10 @@
 //! its stamp (about 0.05 µs more per further second). What can make it
 //! worse:
 //!
-//! - records made within 1 ms after a wall-clock step may still be placed
-//!   on the clock as it was before the step;
+//! - a wall-clock step (`settimeofday`, NTP stepping the clock) shows
+//!   within 1 ms: records made within 1 ms after it may still be placed on
+//!   the clock as it was before the step, and records made before it but
+//!   first read after it land on the clock as it is after it;
 //! - NTP may change the kernel's clock rate fast (the kernel allows 10 %
 //!   through the tick length, and chrony slews at up to 8.3 %): for up to
 //!   2 s after such a change a conversion may be off by that fraction of
@@ -146,9 +148,15 @@
 //!   of the process; the records stamped around the reset are placed as
 //!   well as their ticks allow.
 //!
+//! The kernel's clock source is read once, when the first broker is built;
+//! if the kernel's watchdog demotes `tsc` later (it found the counter
+//! drifting, or the cores' counters apart), logbus goes on stamping the
+//! counter, which is then only as good as it is.
+//!
 //! `LOGBUS_TSC=off` in the environment (or `0`, `false` or `no`, in any
 //! case; read when the first broker is built) stamps `SystemTime::now()`
-//! instead, as logbus does on other systems.
+//! instead, as logbus does on other systems: the way out where any of the
+//! above matters.
 //!
 //! # Shutdown
 //!

@@ -12,8 +12,8 @@
 //! `SystemTime::now()`); the record converts it when its time is first
 //! read, on that thread, usually a worker rendering it (`tsc.rs` decides
 //! and reads; `convert.rs` converts, with the accuracy argument).
-//! Elsewhere, under Miri, or with `LOGBUS_TSC=off`, the stamp is
-//! `SystemTime::now()`.
+//! Elsewhere, under Miri, with `LOGBUS_TSC=off`, or once a converting
+//! thread found the counter going back, the stamp is `SystemTime::now()`.
 
 #[cfg(any(test, all(target_arch = "x86_64", target_os = "linux", not(miri))))]
 mod convert;

@@ -16,6 +16,14 @@
 //!
 //! Otherwise a record is stamped with `SystemTime::now()`.
 //!
+//! The clock source is read once, when the first broker is built. The
+//! kernel's watchdog may demote `tsc` later (it found the counter drifting
+//! against another clock, or the cores' counters apart); logbus does not
+//! notice and goes on stamping the counter, whose conversion is then only as
+//! good as the counter. Re-reading a sysfs file from whichever thread
+//! converts is not worth it for so rare an event; `LOGBUS_TSC=off` is the
+//! way out on a machine where it happens.
+//!
 //! Once a converting thread finds the counter went back (`convert.rs`:
 //! a reset on resume from S3), logbus stops stamping it for the rest of the
 //! process: `SOURCE` goes from `TICKS` to `WALL`, and each thread converts
