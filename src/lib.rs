@@ -115,6 +115,49 @@
 //!   in between: the one exception to program order, marked with
 //!   [`CONTEXT_KEY`]. A replay ([`Replay`]) comes before every live record.
 //!
+//! # Time
+//!
+//! A record's time ([`Record::time`]) is read on the caller's thread as the
+//! record is built. On x86-64 Linux, when the CPU's time-stamp counter is
+//! invariant and the kernel's clock source is that counter (`tsc`), logbus
+//! reads the raw counter there (about 10 ns, against 35 ns for
+//! `SystemTime::now()`) and the record converts it to the wall clock when
+//! its time is first read, usually by the worker rendering it; the first
+//! conversion is kept, so every output shows the same time. The conversion
+//! is within about 0.1 µs of what `SystemTime::now()` would have read on
+//! the caller's thread, for a record first read within a second or so of
+//! its stamp (about 0.05 µs more per further second). What can make it
+//! worse:
+//!
+//! - a wall-clock step (`settimeofday`, NTP stepping the clock) shows
+//!   within 1 ms: records made within 1 ms after it may still be placed on
+//!   the clock as it was before the step, and records made before it but
+//!   first read after it land on the clock as it is after it;
+//! - NTP may change the kernel's clock rate fast (the kernel allows 10 %
+//!   through the tick length, and chrony slews at up to 8.3 %): for up to
+//!   2 s after such a change a conversion may be off by that fraction of
+//!   1 ms (83 µs at chrony's fastest slew), and a record first read long
+//!   after its stamp by that fraction of its age (a steady NTP, under
+//!   1 ppm, adds under 1 ns per millisecond of age);
+//! - a record made before a system suspend and first read after it is off
+//!   by the kernel's error in measuring the suspend (up to about a second,
+//!   from the RTC, unless the counter runs through S3); records made after
+//!   it are not affected;
+//! - where a resume from S3 resets the counter, logbus notices when a
+//!   record is next converted and stamps `SystemTime::now()` for the rest
+//!   of the process; the records stamped around the reset are placed as
+//!   well as their ticks allow.
+//!
+//! The kernel's clock source is read once, when the first broker is built;
+//! if the kernel's watchdog demotes `tsc` later (it found the counter
+//! drifting, or the cores' counters apart), logbus goes on stamping the
+//! counter, which is then only as good as it is.
+//!
+//! `LOGBUS_TSC=off` in the environment (or `0`, `false` or `no`, in any
+//! case; read when the first broker is built) stamps `SystemTime::now()`
+//! instead, as logbus does on other systems: the way out where any of the
+//! above matters.
+//!
 //! # Shutdown
 //!
 //! Dropping a [`Broker`] drains every queue, flushes every appender and
@@ -175,7 +218,9 @@
 // The `unsafe` code is in `queue/lane.rs` and `recycle.rs` (and `fork(2)`
 // calls in tests); each block says why it is sound, and `.ci/miri` runs
 // their tests under Miri. Beside them, plain libc calls: `pthread_atfork`
-// (`fork.rs`), `atexit` (`log_backend.rs`), `pthread_self` (`broker/lifecycle.rs`).
+// (`fork.rs`), `atexit` (`log_backend.rs`), `pthread_self` (`broker/lifecycle.rs`),
+// `prctl` and `clock_gettime` (`clock/tsc.rs`), and the `rdtsc` and `cpuid`
+// intrinsics (`clock/tsc.rs`, which Miri does not build).
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod broker;

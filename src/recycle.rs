@@ -270,7 +270,7 @@ mod tests {
         };
         let rewritten = crate::sync::thread::spawn(move || {
             recycled.reuse(|r| {
-                let time = r.time();
+                let time = produce::Stamp::Wall(r.time());
                 produce::recycle(r, Topic::new(Level::Warn, "u"), 2, time);
             })
         })

@@ -159,6 +159,18 @@ pub fn capture() -> Capture {
     Capture { sink }
 }
 
+/// What logbus stamps records with in this process, as decided when the
+/// first broker was built: `"tsc"` (the CPU's time-stamp counter, converted
+/// when a record's time is read), `"wall clock"` (`SystemTime::now()`:
+/// other systems, `LOGBUS_TSC=off`, or once the counter was found going
+/// back), or `"undecided"` (no broker built yet). For logbus's own tests:
+/// hidden, and exempt from semver.
+#[doc(hidden)]
+#[must_use]
+pub fn __stamp_source() -> &'static str {
+    crate::clock::source()
+}
+
 /// The records the current thread logged since [`capture`] made this;
 /// stops collecting when dropped.
 ///

@@ -183,6 +183,7 @@ impl Broker {
         shutdown_timeout: Duration,
         intake: Intake,
     ) -> Broker {
+        crate::clock::prepare();
         let shared = BrokerShared {
             // Relaxed: only uniqueness matters.
             id: NEXT_BROKER_ID.fetch_add(1, Ordering::Relaxed),

@@ -77,14 +77,14 @@ impl BrokerShared {
         seq: u64,
         fill: impl FnOnce(&mut Record),
     ) -> Arc<Record> {
-        let now = std::time::SystemTime::now();
+        let now = crate::clock::stamp();
         match stash.and_then(|stash| stash.take(&self.pool)) {
             Some(recycled) => recycled.reuse(|record| {
                 produce::recycle(record, topic, seq, now);
                 fill(record);
             }),
             None => {
-                let mut record = Record::builder(topic).seq(seq).time(now).build();
+                let mut record = produce::new_record(topic, seq, now);
                 fill(&mut record);
                 Arc::new(record)
             }

@@ -289,7 +289,10 @@ impl Ring {
         floor: Option<u64>,
         release: impl FnMut(Arc<Record>),
     ) {
-        let now = record.time();
+        // The newest record's time is the journal's clock, read only for an
+        // age limit: reading it converts a tick stamp, here on the caller's
+        // thread and under this lock.
+        let now = self.limits.max_age.map(|_| record.time());
         self.bytes += produce::held_bytes(&record);
         self.records.push_back(record);
         self.trim(now, floor, release);
@@ -298,14 +301,20 @@ impl Ring {
     /// Applies new limits, releasing what they no longer allow.
     pub(crate) fn set_limits(&mut self, journal: &Journal) {
         self.limits = Limits::of(journal);
-        self.trim(SystemTime::now(), None, drop);
+        self.trim(Some(SystemTime::now()), None, drop);
     }
 
-    /// Releases from the front while a limit is exceeded.
-    fn trim(&mut self, now: SystemTime, floor: Option<u64>, mut release: impl FnMut(Arc<Record>)) {
+    /// Releases from the front while a limit is exceeded (by age only when
+    /// `now` is given).
+    fn trim(
+        &mut self,
+        now: Option<SystemTime>,
+        floor: Option<u64>,
+        mut release: impl FnMut(Arc<Record>),
+    ) {
         let limits = self.limits;
         while let Some(oldest) = self.records.front() {
-            let too_old = limits.max_age.is_some_and(|age| {
+            let too_old = limits.max_age.zip(now).is_some_and(|(age, now)| {
                 now.duration_since(oldest.time())
                     .is_ok_and(|elapsed| elapsed > age)
             });
@@ -338,7 +347,7 @@ impl Ring {
     /// Releases what the age limit no longer allows (before a read).
     pub(crate) fn expire(&mut self) {
         if self.limits.max_age.is_some() {
-            self.trim(SystemTime::now(), None, drop);
+            self.trim(Some(SystemTime::now()), None, drop);
         }
     }
 
@@ -388,10 +397,11 @@ impl JournalRoute {
 mod tests {
     use std::time::{Duration, SystemTime};
 
+    use logbus_appenders::__private_api::{new_record, Stamp};
     use logbus_appenders::{Level, Record, Topic};
 
     use super::{Journal, JournalCore};
-    use crate::sync::Arc;
+    use crate::sync::{Arc, AtomicUsize, Ordering};
 
     /// A record published at `at` seconds after `start`, as a publisher
     /// stamps it (the journal's clock is the records' own time).
@@ -422,6 +432,36 @@ mod tests {
         ring.append(at(5, start, 5), None, |r| released.push(r.seq()));
         assert_eq!(released, [0, 1]);
         assert_eq!((ring.records.len(), ring.released), (4, 2));
+    }
+
+    static CONVERSIONS: AtomicUsize = AtomicUsize::new(0);
+
+    /// A tick stamp's converter that counts its calls.
+    fn counted(ticks: u64) -> SystemTime {
+        CONVERSIONS.fetch_add(1, Ordering::Relaxed);
+        SystemTime::UNIX_EPOCH + Duration::from_secs(ticks)
+    }
+
+    #[test]
+    fn only_an_age_limit_reads_the_time_of_an_appended_record() {
+        // Appending runs on the caller's thread under the journal's lock:
+        // without an age limit it must not convert a tick stamp there.
+        let ticked = |seq: u64| {
+            let topic = Topic::new(Level::Info, "app");
+            Arc::new(new_record(
+                topic,
+                seq,
+                Stamp::Ticks(1_000_000 + seq, counted),
+            ))
+        };
+        let core = JournalCore::new(&Journal::new().records(2));
+        for seq in 0..4 {
+            core.lock().append(ticked(seq), None, drop);
+        }
+        assert_eq!(CONVERSIONS.load(Ordering::Relaxed), 0, "no age limit");
+        let core = JournalCore::new(&Journal::new().max_age(Duration::from_secs(60)));
+        core.lock().append(ticked(4), None, drop);
+        assert!(CONVERSIONS.load(Ordering::Relaxed) > 0, "an age limit");
     }
 
     #[test]

@@ -10,8 +10,8 @@
 
 use std::borrow::Cow;
 use std::sync::atomic::AtomicUsize;
-use std::time::SystemTime;
 
+pub use super::time::Stamp;
 use super::{Record, ThreadInfo, Topic, Value};
 
 /// Largest message capacity a reused record keeps; a record that carried a
@@ -29,11 +29,21 @@ pub fn holders(record: &Record) -> &AtomicUsize {
     &record.holders.0
 }
 
-/// Turns `record` into a new, empty one on `topic` (no message, location,
-/// thread or key-values), keeping its allocations (the message buffer and
-/// the key-value vector) for reuse.
+/// A new, empty record on `topic` with `seq`, made at `stamp` (the wall
+/// clock is not read, unlike [`Record::builder`]).
+#[must_use]
 #[inline]
-pub fn recycle(record: &mut Record, topic: Topic, seq: u64, time: SystemTime) {
+pub fn new_record(topic: Topic, seq: u64, stamp: Stamp) -> Record {
+    let mut record = Record::stamped(topic, stamp);
+    record.seq = seq;
+    record
+}
+
+/// Turns `record` into a new, empty one on `topic` made at `stamp` (no
+/// message, location, thread or key-values), keeping its allocations (the
+/// message buffer and the key-value vector) for reuse.
+#[inline]
+pub fn recycle(record: &mut Record, topic: Topic, seq: u64, stamp: Stamp) {
     if let Cow::Owned(mut text) = std::mem::replace(&mut record.message, Cow::Borrowed("")) {
         if text.capacity() <= MAX_SPARE_CAPACITY && text.capacity() > record.spare.capacity() {
             text.clear();
@@ -41,7 +51,7 @@ pub fn recycle(record: &mut Record, topic: Topic, seq: u64, time: SystemTime) {
         }
     }
     record.seq = seq;
-    record.time = time;
+    record.time.set(stamp);
     record.topic = topic;
     record.module_path = None;
     record.file = None;
@@ -208,6 +218,8 @@ mod capture;
 mod tests {
     use std::fmt::Write as _;
 
+    use std::time::{Duration, SystemTime};
+
     use super::*;
     use crate::record::Level;
 
@@ -217,12 +229,14 @@ mod tests {
             .message(String::from("old"))
             .kv("k", 1u64)
             .build();
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         recycle(
             &mut record,
             Topic::new(Level::Warn, "db"),
             8,
-            SystemTime::now(),
+            Stamp::Wall(at),
         );
+        assert_eq!(record.time(), at);
         assert!(record.key_values().is_empty());
         assert_eq!(record.message(), "");
         write!(message_buffer(&mut record), "new {}", 1).unwrap();
