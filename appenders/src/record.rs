@@ -553,6 +553,14 @@ impl Record {
         self.time.get()
     }
 
+    /// [`time`](Record::time) as signed nanoseconds since the Unix epoch,
+    /// for this crate's renderers: the same instant, without the
+    /// `SystemTime` arithmetic; `None` for a time built outside 1677-2262.
+    #[inline]
+    pub(crate) fn unix_nanos(&self) -> Option<i64> {
+        self.time.nanos()
+    }
+
     /// The record's level.
     #[must_use]
     #[inline]

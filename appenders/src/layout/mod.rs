@@ -156,7 +156,7 @@ impl Layout {
         for piece in &mut self.pieces {
             match piece {
                 Piece::Literal(text) => out.extend_from_slice(text.as_bytes()),
-                Piece::Timestamp(ts) => ts.render(record.time(), out),
+                Piece::Timestamp(ts) => ts.render_record(record, out),
                 Piece::Field(field, width) => {
                     let color = match (*field, level_color) {
                         (Field::Level, Some(color)) => {

@@ -183,7 +183,7 @@ impl Timestamp {
         // formatting): try once with a fixed date.
         let mut probe = timestamp.clone();
         let mut out = Vec::new();
-        if probe.try_render(SystemTime::UNIX_EPOCH, &mut out).is_err() {
+        if probe.try_render(0, 0, &mut out).is_err() {
             return Err(());
         }
         Ok(timestamp)
@@ -223,16 +223,6 @@ impl Timestamp {
 
     /// Appends the formatted `time` to `out`.
     pub(crate) fn render(&mut self, time: SystemTime, out: &mut Vec<u8>) {
-        if self.try_render(time, out).is_err() {
-            // Unreachable for formats accepted by `new` (probed there); keep
-            // the line well-formed rather than panic on a worker.
-            out.push(b'?');
-        }
-    }
-
-    fn try_render(&mut self, time: SystemTime, out: &mut Vec<u8>) -> std::fmt::Result {
-        // Seconds and nanoseconds straight from the epoch offset: building a
-        // chrono date (calendar arithmetic) is only needed once per second.
         let (second, nanos) = match time.duration_since(UNIX_EPOCH) {
             Ok(d) => (d.as_secs() as i64, d.subsec_nanos()),
             Err(before) => {
@@ -245,10 +235,41 @@ impl Timestamp {
                 }
             }
         };
+        if self.try_render(second, nanos, out).is_err() {
+            out.push(b'?');
+        }
+    }
+
+    /// Appends `record`'s time to `out`, from its nanoseconds since the
+    /// epoch when it has them.
+    pub(crate) fn render_record(&mut self, record: &crate::Record, out: &mut Vec<u8>) {
+        match record.unix_nanos() {
+            Some(nanos) => self.render_nanos(nanos, out),
+            None => self.render(record.time(), out),
+        }
+    }
+
+    /// Appends the time `nanos` (signed nanoseconds since the Unix epoch)
+    /// to `out`.
+    pub(crate) fn render_nanos(&mut self, nanos: i64, out: &mut Vec<u8>) {
+        let second = nanos.div_euclid(1_000_000_000);
+        // Below 10^9, so the cast cannot truncate.
+        let nanos = nanos.rem_euclid(1_000_000_000) as u32;
+        if self.try_render(second, nanos, out).is_err() {
+            // Unreachable for formats accepted by `new` (probed there); keep
+            // the line well-formed rather than panic on a worker.
+            out.push(b'?');
+        }
+    }
+
+    /// Renders the time `second` (since the epoch) and `nanos` into it:
+    /// seconds and nanoseconds straight from the epoch offset, as building a
+    /// chrono date (calendar arithmetic) is only needed once per second.
+    fn try_render(&mut self, second: i64, nanos: u32, out: &mut Vec<u8>) -> std::fmt::Result {
+        let time = || DateTime::<Utc>::from_timestamp(second, nanos).unwrap_or_default();
         if self.cache.second != Some(second) {
             self.cache.second = None;
-            let utc: DateTime<Utc> = time.into();
-            let zoned = self.with_zone(utc);
+            let zoned = self.with_zone(time());
             for part in &self.parts {
                 if let Part::PerSecond(index, items) = part {
                     let text = &mut self.cache.texts[*index];
@@ -275,7 +296,7 @@ impl Timestamp {
                 }
                 &Part::Fraction { dot, digits } => push_fraction(out, nanos, dot, digits),
                 Part::SubSecond(item) => {
-                    let zoned = self.with_zone(time.into());
+                    let zoned = self.with_zone(time());
                     let mut text = String::new();
                     write!(text, "{}", zoned.format_with_items(std::iter::once(item)))?;
                     out.extend_from_slice(text.as_bytes());

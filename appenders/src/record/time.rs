@@ -91,7 +91,30 @@ impl Time {
                 if kept != UNSET {
                     return from_kept(kept);
                 }
-                self.keep(convert(ticks))
+                from_kept(self.keep(convert(ticks)))
+            }
+        }
+    }
+
+    /// The time as signed nanoseconds since the Unix epoch (what is kept,
+    /// so a renderer needs no `SystemTime` arithmetic), converted and kept
+    /// on first read as [`get`](Time::get) does.
+    /// `None` for a wall-clock stamp outside what 64-bit nanoseconds hold
+    /// (before 1677 or after 2262), which only a record built with such a
+    /// time has.
+    #[inline]
+    pub(crate) fn nanos(&self) -> Option<i64> {
+        match self.stamp {
+            Stamp::Wall(time) => {
+                let nanos = to_kept(time) as i64;
+                (nanos != i64::MAX && nanos != i64::MIN + 1).then_some(nanos)
+            }
+            Stamp::Ticks(ticks, convert) => {
+                let kept = self.wall.load(Ordering::Relaxed);
+                if kept != UNSET {
+                    return Some(kept as i64);
+                }
+                Some(self.keep(convert(ticks)) as i64)
             }
         }
     }
@@ -99,14 +122,14 @@ impl Time {
     /// Keeps `converted` unless another reader kept its conversion first,
     /// and returns the kept one.
     #[cold]
-    fn keep(&self, converted: SystemTime) -> SystemTime {
+    fn keep(&self, converted: SystemTime) -> u64 {
         let nanos = to_kept(converted);
         match self
             .wall
             .compare_exchange(UNSET, nanos, Ordering::Relaxed, Ordering::Relaxed)
         {
-            Ok(_) => from_kept(nanos),
-            Err(first) => from_kept(first),
+            Ok(_) => nanos,
+            Err(first) => first,
         }
     }
 }

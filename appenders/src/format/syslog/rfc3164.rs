@@ -26,7 +26,7 @@ pub(super) fn render(
     out: &mut Vec<u8>,
 ) -> MsgStart {
     push_pri(out, header.facility, record.level());
-    ts.render(record.time(), out);
+    ts.render_record(record, out);
     out.push(b' ');
     out.extend_from_slice(header.hostname.as_bytes());
     out.push(b' ');

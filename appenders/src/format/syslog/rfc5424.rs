@@ -24,7 +24,7 @@ pub(super) fn render(
 ) -> MsgStart {
     push_pri(out, header.facility, record.level());
     out.extend_from_slice(b"1 ");
-    ts.render(record.time(), out);
+    ts.render_record(record, out);
     out.push(b' ');
     out.extend_from_slice(header.hostname.as_bytes());
     out.push(b' ');
