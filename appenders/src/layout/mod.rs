@@ -508,6 +508,21 @@ mod tests {
     }
 
     #[test]
+    fn times_beyond_64_bit_nanoseconds_render_as_they_are() {
+        // 64-bit nanoseconds end in 2262; such a record renders from its
+        // `SystemTime` instead.
+        for (secs, expected) in [
+            (32_503_680_000, "3000-01-01T00:00:00.000001Z"),
+            (1_795_983_923, "2026-11-29T20:25:23.000001Z"),
+        ] {
+            let record = Record::builder(Topic::new(Level::Info, "app"))
+                .time(SystemTime::UNIX_EPOCH + Duration::new(secs, 1_000))
+                .build();
+            check_record("{ts}", &record, expected);
+        }
+    }
+
+    #[test]
     fn default_layout_is_the_default_pattern() {
         assert_eq!(Layout::default().pattern(), DEFAULT_PATTERN);
         assert!(Layout::default().has_level());
