@@ -178,6 +178,8 @@
 // (`fork.rs`), `atexit` (`log_backend.rs`), `pthread_self` (`broker/lifecycle.rs`).
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+#[doc(hidden)]
+pub mod __private;
 mod broker;
 mod builder;
 mod clock;
@@ -188,6 +190,7 @@ pub mod guide;
 mod init;
 mod journal;
 mod log_backend;
+mod macros;
 mod queue;
 mod recycle;
 mod report;
