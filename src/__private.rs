@@ -18,7 +18,9 @@
 use std::panic::Location;
 
 pub use log;
-pub use logbus_appenders::__private_api::{is_deferred, is_formatted, Arg};
+pub use logbus_appenders::__private_api::{
+    is_deferred, is_formatted, parse, pieces, Arg, Piece, Template,
+};
 
 use crate::broker::{Broker, BrokerHandle};
 pub use crate::log_backend::Site;

@@ -9,7 +9,7 @@ use std::panic::Location;
 use std::time::Duration;
 
 use log::kv::{self, VisitSource, VisitValue};
-use logbus_appenders::__private_api::{self as produce, Arg, Plan};
+use logbus_appenders::__private_api::{self as produce, Arg, Template};
 use logbus_appenders::{Record, Value};
 
 use crate::broker::{Broker, BrokerHandle, BrokerShared};
@@ -96,24 +96,22 @@ fn redact(out: &mut Record, intake: &Intake) {
 }
 
 /// A call site of logbus's own macros whose message may be deferred: its
-/// module, its format string and what [`produce::plan`] found in it, built
-/// at compile time (a `const` of the macro's expansion). Macro plumbing.
+/// module and its format string read at compile time (a `const` of the
+/// macro's expansion). Macro plumbing.
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct Site {
     module_path: &'static str,
-    format: &'static str,
-    plan: Plan,
+    template: Template,
 }
 
 impl Site {
-    /// The site of `format` with `args` positional arguments.
+    /// The site in `module_path` of `template`.
     #[must_use]
-    pub const fn new(module_path: &'static str, format: &'static str, args: usize) -> Site {
+    pub const fn new(module_path: &'static str, template: Template) -> Site {
         Site {
             module_path,
-            format,
-            plan: produce::plan(format, args),
+            template,
         }
     }
 
@@ -121,7 +119,7 @@ impl Site {
     #[must_use]
     #[inline]
     pub const fn deferrable(&self) -> bool {
-        self.plan.deferrable()
+        self.template.plan().deferrable()
     }
 }
 
@@ -254,11 +252,11 @@ impl BrokerShared {
         loc: &'static Location<'static>,
         args: &[Arg],
     ) -> bool {
-        if !site.plan.fits(args, self.intake.max_bytes) {
+        if !site.template.plan().fits(args, self.intake.max_bytes) {
             return false;
         }
         self.route(level, target, |out| {
-            produce::set_message_deferred(out, site.format, args);
+            produce::set_message_deferred(out, &site.template, args);
             let (module_path, file) = (site.module_path, loc.file());
             locate(
                 out,

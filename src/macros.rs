@@ -285,10 +285,16 @@ macro_rules! __logbus_log {
             match ($(&$bexpr,)*) {
                 ($($bname,)*) => {
                     let target: &::core::primitive::str = $target;
+                    // The format, read at compile time.
+                    const PIECES: [$crate::__private::Piece; $crate::__private::pieces($fmt)] =
+                        $crate::__private::parse($fmt);
                     const SITE: $crate::__private::Site = $crate::__private::Site::new(
                         ::core::module_path!(),
-                        $fmt,
-                        0 $(+ $crate::__private::one(::core::stringify!($uname)))*,
+                        $crate::__private::Template::new(
+                            $fmt,
+                            &PIECES,
+                            0 $(+ $crate::__private::one(::core::stringify!($uname)))*,
+                        ),
                     );
                     #[allow(unused_imports)]
                     use $crate::__private::{ViaArg as _, ViaOther as _};
@@ -318,10 +324,16 @@ macro_rules! __logbus_log {
             match (&($logger), $(&$bexpr,)*) {
                 (logger, $($bname,)*) => {
                     let target: &::core::primitive::str = $target;
+                    // The format, read at compile time.
+                    const PIECES: [$crate::__private::Piece; $crate::__private::pieces($fmt)] =
+                        $crate::__private::parse($fmt);
                     const SITE: $crate::__private::Site = $crate::__private::Site::new(
                         ::core::module_path!(),
-                        $fmt,
-                        0 $(+ $crate::__private::one(::core::stringify!($uname)))*,
+                        $crate::__private::Template::new(
+                            $fmt,
+                            &PIECES,
+                            0 $(+ $crate::__private::one(::core::stringify!($uname)))*,
+                        ),
                     );
                     #[allow(unused_imports)]
                     use $crate::__private::{ViaArg as _, ViaBroker as _, ViaOther as _, ViaOtherLogger as _};

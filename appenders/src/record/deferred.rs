@@ -13,7 +13,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 mod format;
 
-pub use format::{plan, Plan};
+pub use format::{parse, pieces, Piece, Plan, Template};
 
 /// One argument of a deferred message: an owned copy of a value of one of
 /// a closed set of `Copy` types, or a string literal. Macro plumbing.
@@ -41,6 +41,9 @@ pub enum Arg {
     Str(&'static str),
 }
 
+/// What a box made for a first deferred message holds until it gets one.
+static EMPTY: Template = Template::new("", &[], 0);
+
 /// Largest buffer a reused record keeps (as for its message).
 const MAX_KEPT_CAPACITY: usize = 4096;
 
@@ -54,7 +57,7 @@ pub(crate) struct Deferred(Option<Box<Inner>>);
 struct Inner {
     /// Whether the record's message is this one.
     active: bool,
-    format: &'static str,
+    template: &'static Template,
     args: Vec<Arg>,
     /// The message, formatted by its first reader; the record is shared
     /// (`Arc`) by several subscriptions' workers, so exactly one formats.
@@ -71,7 +74,9 @@ impl Inner {
         let mut text =
             std::mem::take(&mut *self.buffer.lock().unwrap_or_else(PoisonError::into_inner));
         text.clear();
-        format::render(self.format, &self.args, &mut text);
+        // A new record's buffer: skip the first growth steps.
+        text.reserve(self.template.format().len() + 16 * self.args.len());
+        format::render(self.template, &self.args, &mut text);
         Cow::Owned(text)
     }
 
@@ -112,20 +117,23 @@ impl Deferred {
             .is_some_and(|inner| inner.active && inner.text.get().is_some())
     }
 
-    /// Makes `format` with `args` the message (not formatted).
-    pub(crate) fn set(&mut self, format: &'static str, args: &[Arg]) {
+    /// Makes `template` with `args` the message (not formatted).
+    pub(crate) fn set(&mut self, template: &'static Template, args: &[Arg]) {
         let inner = self.0.get_or_insert_with(|| {
             Box::new(Inner {
                 active: false,
-                format: "",
+                template: &EMPTY,
                 args: Vec::new(),
                 text: OnceLock::new(),
                 buffer: Mutex::new(String::new()),
             })
         });
-        inner.reset();
+        // A recycled record was reset already (`clear`).
+        if inner.active {
+            inner.reset();
+        }
         inner.active = true;
-        inner.format = format;
+        inner.template = template;
         inner.args.extend_from_slice(args);
     }
 
@@ -170,7 +178,7 @@ impl Deferred {
                 _ => 8,
             })
             .sum();
-        Some(inner.format.len() + args)
+        Some(inner.template.format().len() + args)
     }
 
     /// The heap bytes it holds: the box, the arguments' slots and the
@@ -198,7 +206,7 @@ impl Clone for Deferred {
         Deferred(self.0.as_ref().filter(|inner| inner.active).map(|inner| {
             Box::new(Inner {
                 active: true,
-                format: inner.format,
+                template: inner.template,
                 args: inner.args.clone(),
                 text: inner.text.clone(),
                 buffer: Mutex::new(String::new()),
@@ -213,7 +221,7 @@ impl fmt::Debug for Deferred {
             None => f.write_str("None"),
             Some(inner) => f
                 .debug_struct("Deferred")
-                .field("format", &inner.format)
+                .field("format", &inner.template.format())
                 .field("args", &inner.args)
                 .field("formatted", &inner.text.get().is_some())
                 .finish(),

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use std::sync::atomic::AtomicUsize;
 use std::time::SystemTime;
 
-pub use super::deferred::{plan, Arg, Plan};
+pub use super::deferred::{parse, pieces, Arg, Piece, Plan, Template};
 use super::{Record, ThreadInfo, Topic, Value};
 
 /// Largest message capacity a reused record keeps; a record that carried a
@@ -136,13 +136,13 @@ pub fn set_message_literal(record: &mut Record, message: &'static str) {
     }
 }
 
-/// Sets a message formatted when first read (`deferred.rs`): `format`,
-/// which [`plan`] found deferrable, and copies of `args`. Allocates only
+/// Sets a message formatted when first read (`deferred.rs`): `template`,
+/// which its plan found deferrable, with copies of `args`. Allocates only
 /// the first time a record carries one; then the buffers are reused.
 #[inline]
-pub fn set_message_deferred(record: &mut Record, format: &'static str, args: &[Arg]) {
+pub fn set_message_deferred(record: &mut Record, template: &'static Template, args: &[Arg]) {
     set_message_literal(record, "");
-    record.deferred.set(format, args);
+    record.deferred.set(template, args);
 }
 
 /// Whether the record's message is deferred (formatted or not yet).
@@ -244,6 +244,15 @@ mod tests {
     use super::*;
     use crate::record::Level;
 
+    /// A template as the macros make one, in `const`s.
+    macro_rules! template {
+        ($format:literal, $args:literal) => {{
+            const PIECES: [Piece; pieces($format)] = parse($format);
+            const TEMPLATE: Template = Template::new($format, &PIECES, $args);
+            &TEMPLATE
+        }};
+    }
+
     #[test]
     fn a_recycled_record_is_new_but_keeps_its_buffers() {
         let mut record = Record::builder(Topic::new(Level::Info, "app"))
@@ -272,7 +281,11 @@ mod tests {
     #[test]
     fn a_deferred_message_is_formatted_once_read_and_its_buffers_are_reused() {
         let mut record = Record::builder(Topic::new(Level::Info, "app")).build();
-        set_message_deferred(&mut record, "{} of {:>4}", &[Arg::U64(1), Arg::F64(2.5)]);
+        set_message_deferred(
+            &mut record,
+            template!("{} of {:>4}", 2),
+            &[Arg::U64(1), Arg::F64(2.5)],
+        );
         assert!(is_deferred(&record) && !is_formatted(&record));
         let size = record.approx_size();
         assert_eq!(record.message(), "1 of  2.5");
@@ -291,7 +304,7 @@ mod tests {
         assert!(!is_deferred(&record));
         assert_eq!(record.message(), "");
         let held = held_bytes(&record);
-        set_message_deferred(&mut record, "{}", &[Arg::Bool(true)]);
+        set_message_deferred(&mut record, template!("{}", 1), &[Arg::Bool(true)]);
         assert_eq!(record.message(), "true");
         assert_eq!(
             held_bytes(&record),
@@ -304,7 +317,7 @@ mod tests {
         assert_eq!((record.message(), is_deferred(&record)), ("plain", false));
 
         // Retained: formatted into the message, nothing deferred left.
-        set_message_deferred(&mut record, "{:?}", &[Arg::Char('"')]);
+        set_message_deferred(&mut record, template!("{:?}", 1), &[Arg::Char('"')]);
         fit_for_retention(&mut record);
         assert_eq!((record.message(), is_deferred(&record)), ("'\"'", false));
     }

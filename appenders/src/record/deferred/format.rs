@@ -1,10 +1,13 @@
 //! The format language of a deferred message (`deferred.rs`).
 //!
-//! The format string is read by one parser, twice: at compile time, by the
-//! `const fn` [`plan`], which says whether this module reproduces the format
-//! exactly (otherwise the macro takes the `log` crate's path), and again
-//! when the message is formatted. What it accepts is a subset of
-//! `format_args!`'s language, chosen so that nothing is re-implemented:
+//! The format string is read at compile time, in the `const`s of the
+//! macro's expansion, by one parser: `plan` says whether this module
+//! reproduces the format exactly (otherwise the macro takes the `log`
+//! crate's path), [`parse`] cuts it into [`Piece`]s (text, then a
+//! placeholder with its spec and its argument's index), and a [`Template`]
+//! holds both. Formatting a message walks the pieces; nothing is parsed at
+//! run time. What the parser accepts is a subset of `format_args!`'s
+//! language, chosen so that nothing is re-implemented:
 //!
 //! - text, `{{` and `}}`;
 //! - `{}` and `{N}` (no names, no inline captures);
@@ -28,7 +31,7 @@ use std::fmt;
 
 use super::Arg;
 
-/// What [`plan`] found in a format string: whether it can be deferred, and
+/// What `plan` found in a format string: whether it can be deferred, and
 /// a bound on the formatted length. Macro plumbing.
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,13 +86,155 @@ impl Plan {
     }
 }
 
+/// A call site's format string, read at compile time: what `plan` found,
+/// and the [`Piece`]s of [`parse`]. A `const` of the macro's expansion, so
+/// a deferred record holds a `&'static Template`. Macro plumbing.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Template {
+    format: &'static str,
+    pieces: &'static [Piece],
+    plan: Plan,
+}
+
+impl Template {
+    /// The template of `format` with `args` positional arguments, cut into
+    /// `pieces` (`parse(format)`).
+    #[must_use]
+    pub const fn new(format: &'static str, pieces: &'static [Piece], args: usize) -> Template {
+        Template {
+            format,
+            pieces,
+            plan: plan(format, args),
+        }
+    }
+
+    /// What `plan` found.
+    #[must_use]
+    #[inline]
+    pub const fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The format string.
+    #[must_use]
+    #[inline]
+    pub const fn format(&self) -> &'static str {
+        self.format
+    }
+}
+
+/// One piece of a message: text (part of the format string), then a
+/// placeholder, if any. Macro plumbing.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct Piece {
+    text: &'static str,
+    spec: Option<Spec>,
+}
+
+impl Piece {
+    const EMPTY: Piece = Piece {
+        text: "",
+        spec: None,
+    };
+
+    /// `format[start..end]` (at braces or the ends: char boundaries), then
+    /// the placeholder `spec`.
+    const fn new(format: &'static str, start: usize, end: usize, spec: Option<Spec>) -> Piece {
+        let (head, _) = format.as_bytes().split_at(end);
+        let (_, text) = head.split_at(start);
+        let text = match std::str::from_utf8(text) {
+            Ok(text) => text,
+            Err(_) => "",
+        };
+        Piece { text, spec }
+    }
+}
+
+/// How many pieces [`parse`] cuts `format` into (0 for a format outside
+/// the subset): the length of the macro's `const` array.
+#[must_use]
+pub const fn pieces(format: &'static str) -> usize {
+    parse_into::<0>(format).1
+}
+
+/// The pieces of `format`; `N` is [`pieces`]`(format)`.
+#[must_use]
+pub const fn parse<const N: usize>(format: &'static str) -> [Piece; N] {
+    parse_into::<N>(format).0
+}
+
+/// The first `N` pieces of `format` and how many there are in all. Text
+/// runs until a placeholder, or until an escaped brace (`{{` is the text
+/// `{`: the piece ends after the first brace, the next text starts after
+/// the second).
+pub(super) const fn parse_into<const N: usize>(format: &'static str) -> ([Piece; N], usize) {
+    let fmt = format.as_bytes();
+    let mut pieces = [Piece::EMPTY; N];
+    let (mut count, mut at, mut implicit) = (0, 0, 0);
+    // The text of the piece being made.
+    let (mut start, mut end) = (0, 0);
+    loop {
+        let piece = match step(fmt, at) {
+            Step::Unsupported => return ([Piece::EMPTY; N], 0),
+            Step::End if start == end => break,
+            Step::End => {
+                let piece = Piece::new(format, start, end, None);
+                start = end;
+                piece
+            }
+            Step::Text {
+                start: from,
+                end: to,
+                next,
+            } => {
+                at = next;
+                if from == end {
+                    end = to;
+                    continue;
+                }
+                // After an escaped brace: the text so far is a piece.
+                let piece = Piece::new(format, start, end, None);
+                (start, end) = (from, to);
+                piece
+            }
+            Step::Placeholder {
+                mut spec,
+                explicit,
+                next,
+            } => {
+                let index = match explicit {
+                    Some(index) => index,
+                    None => {
+                        implicit += 1;
+                        implicit - 1
+                    }
+                };
+                if index > MAX_COUNT {
+                    return ([Piece::EMPTY; N], 0);
+                }
+                spec.index = index as u16;
+                let piece = Piece::new(format, start, end, Some(spec));
+                (start, end, at) = (next, next, next);
+                piece
+            }
+        };
+        if count < N {
+            pieces[count] = piece;
+        }
+        count += 1;
+    }
+    (pieces, count)
+}
+
 /// Whether `format`, given `args` positional arguments, can be deferred,
 /// and how long the message can get. Evaluated at compile time by the
-/// macros (`const`); anything outside the subset in the module docs, or
-/// a placeholder naming a missing argument (which `format_args!` refuses),
+/// macros (`const`); anything outside the subset in the module docs, or a
+/// placeholder naming a missing argument (which `format_args!` refuses),
 /// is not deferrable.
 #[must_use]
-pub const fn plan(format: &str, args: usize) -> Plan {
+const fn plan(format: &str, args: usize) -> Plan {
     let fmt = format.as_bytes();
     let (mut at, mut implicit, mut len, mut placeholders) = (0, 0, 0usize, 0);
     loop {
@@ -100,8 +245,12 @@ pub const fn plan(format: &str, args: usize) -> Plan {
                 len = len.saturating_add(end - start);
                 at = next;
             }
-            Step::Placeholder { spec, next } => {
-                let index = match spec.index {
+            Step::Placeholder {
+                spec,
+                explicit,
+                next,
+            } => {
+                let index = match explicit {
                     Some(index) => index,
                     None => {
                         implicit += 1;
@@ -112,11 +261,12 @@ pub const fn plan(format: &str, args: usize) -> Plan {
                     return Plan::NONE;
                 }
                 let precision = match spec.precision {
-                    Some(precision) => precision,
+                    Some(precision) => precision as usize,
                     None => 0,
                 };
                 let most = MAX_ARG_LEN.saturating_add(precision);
-                let most = if spec.width > most { spec.width } else { most };
+                let width = spec.width as usize;
+                let most = if width > most { width } else { most };
                 len = len.saturating_add(most);
                 placeholders += 1;
                 at = next;
@@ -133,30 +283,15 @@ pub const fn plan(format: &str, args: usize) -> Plan {
     }
 }
 
-/// Formats `format` with `args` into `out` (the subset [`plan`] accepted).
-pub(super) fn render(format: &str, args: &[Arg], out: &mut String) {
-    let fmt = format.as_bytes();
-    let (mut at, mut implicit) = (0, 0);
-    loop {
-        match step(fmt, at) {
-            // `plan` accepted this format at compile time.
-            Step::End | Step::Unsupported => return,
-            Step::Text { start, end, next } => {
-                // `start` and `end` are at braces or the ends: char boundaries.
-                out.push_str(&format[start..end]);
-                at = next;
-            }
-            Step::Placeholder { spec, next } => {
-                let index = spec.index.unwrap_or_else(|| {
-                    implicit += 1;
-                    implicit - 1
-                });
-                if let Some(arg) = args.get(index) {
-                    // Writing into a `String` fails only if a trait
-                    // implementation does; std's for these types do not.
-                    let _ = placeholder(out, &spec, arg);
-                }
-                at = next;
+/// Formats `template` with `args` into `out`: the pieces in order.
+pub(super) fn render(template: &Template, args: &[Arg], out: &mut String) {
+    for piece in template.pieces {
+        out.push_str(piece.text);
+        if let Some(spec) = &piece.spec {
+            if let Some(arg) = args.get(usize::from(spec.index)) {
+                // Writing into a `String` fails only if a trait
+                // implementation does; std's for these types do not.
+                let _ = placeholder(out, spec, arg);
             }
         }
     }
@@ -186,14 +321,17 @@ enum Align {
 /// One placeholder's spec (the fill is always the default space).
 #[derive(Debug, Clone, Copy)]
 struct Spec {
-    index: Option<usize>,
+    /// The argument's position, implicit ones counted.
+    index: u16,
+    /// No alignment, flag, width or precision (`{}`, `{:?}` ...).
+    plain: bool,
     align: Align,
     plus: bool,
     alternate: bool,
     zero: bool,
     /// 0 when absent (see the module docs).
-    width: usize,
-    precision: Option<usize>,
+    width: u16,
+    precision: Option<u16>,
     trait_: Trait,
 }
 
@@ -206,8 +344,10 @@ enum Step {
         end: usize,
         next: usize,
     },
+    /// A placeholder, and the position it names, if it names one.
     Placeholder {
         spec: Spec,
+        explicit: Option<usize>,
         next: usize,
     },
     End,
@@ -283,8 +423,10 @@ const fn number(fmt: &[u8], mut at: usize) -> (usize, usize) {
 /// A placeholder whose `{` is just before `at`:
 /// `[index][:[[fill]align][+][#][0][width][.precision][trait]]}`.
 const fn placeholder_spec(fmt: &[u8], mut at: usize) -> Step {
+    let mut explicit = None;
     let mut spec = Spec {
-        index: None,
+        index: 0,
+        plain: false,
         align: Align::None,
         plus: false,
         alternate: false,
@@ -295,7 +437,7 @@ const fn placeholder_spec(fmt: &[u8], mut at: usize) -> Step {
     };
     if is_digit(fmt, at) {
         let (index, next) = number(fmt, at);
-        spec.index = Some(index);
+        explicit = Some(index);
         at = next;
     }
     if is(fmt, at, b':') {
@@ -330,7 +472,7 @@ const fn placeholder_spec(fmt: &[u8], mut at: usize) -> Step {
             if width > MAX_COUNT || is(fmt, next, b'$') {
                 return Step::Unsupported;
             }
-            spec.width = width;
+            spec.width = width as u16;
             at = next;
         }
         if is(fmt, at, b'.') {
@@ -341,7 +483,7 @@ const fn placeholder_spec(fmt: &[u8], mut at: usize) -> Step {
             if precision > MAX_COUNT || is(fmt, next, b'$') {
                 return Step::Unsupported;
             }
-            spec.precision = Some(precision);
+            spec.precision = Some(precision as u16);
             at = next;
         }
         if at < fmt.len() {
@@ -361,8 +503,18 @@ const fn placeholder_spec(fmt: &[u8], mut at: usize) -> Step {
             }
         }
     }
+    spec.plain = matches!(spec.align, Align::None)
+        && !spec.plus
+        && !spec.alternate
+        && !spec.zero
+        && spec.width == 0
+        && spec.precision.is_none();
     if is(fmt, at, b'}') {
-        Step::Placeholder { spec, next: at + 1 }
+        Step::Placeholder {
+            spec,
+            explicit,
+            next: at + 1,
+        }
     } else {
         Step::Unsupported
     }
@@ -389,13 +541,13 @@ macro_rules! write_spec {
     };
     ($out:ident, $spec:ident, $show:ident, [$($flag:literal)*] precision) => {
         match $spec.precision {
-            None => write!($out, concat!("{:", $($flag,)* "1$}"), $show, $spec.width),
+            None => write!($out, concat!("{:", $($flag,)* "1$}"), $show, usize::from($spec.width)),
             Some(precision) => write!(
                 $out,
                 concat!("{:", $($flag,)* "1$.2$}"),
                 $show,
-                $spec.width,
-                precision
+                usize::from($spec.width),
+                usize::from(precision)
             ),
         }
     };
@@ -404,8 +556,31 @@ macro_rules! write_spec {
 /// Formats one argument under `spec` (see the module docs).
 fn placeholder(out: &mut String, spec: &Spec, arg: &Arg) -> fmt::Result {
     use std::fmt::Write as _;
+    if spec.plain {
+        return plain_placeholder(out, spec.trait_, arg);
+    }
     let show = Show(arg, spec.trait_);
     write_spec!(out, spec, show, [] align flag(plus, "+") flag(alternate, "#") flag(zero, "0") precision)
+}
+
+/// `{}` and `{:?}`, the common case, without the width argument and the
+/// wrapper: `write!` of the value itself.
+fn plain_placeholder(out: &mut String, trait_: Trait, arg: &Arg) -> fmt::Result {
+    use std::fmt::Write as _;
+    macro_rules! by_type {
+        ($($variant:ident),*) => {
+            match (trait_, *arg) {
+                $(
+                    (Trait::Display, Arg::$variant(v)) => write!(out, "{}", v),
+                    (Trait::Debug, Arg::$variant(v)) => write!(out, "{:?}", v),
+                )*
+                _ => write!(out, "{}", Show(arg, trait_)),
+            }
+        };
+    }
+    by_type!(
+        U8, U16, U32, U64, U128, Usize, I8, I16, I32, I64, I128, Isize, F32, F64, Bool, Char, Str
+    )
 }
 
 /// An argument whose `Display` is the placeholder's trait of the value,
@@ -490,8 +665,20 @@ where
 mod tests {
     use super::*;
 
+    /// What the macros build at compile time, at run time.
+    fn template(format: &'static str, args: usize) -> Template {
+        let (pieces, count) = parse_into::<64>(format);
+        assert_eq!(count, super::pieces(format));
+        let pieces: &'static [Piece; 64] = Box::leak(Box::new(pieces));
+        Template::new(format, &pieces[..count.min(64)], args)
+    }
+
+    fn render(format: &'static str, args: &[Arg], out: &mut String) {
+        super::render(&template(format, args.len()), args, out);
+    }
+
     #[track_caller]
-    fn check(format: &str, args: &[Arg], expected: Option<&str>) {
+    fn check(format: &'static str, args: &[Arg], expected: Option<&str>) {
         let plan = plan(format, args.len());
         assert_eq!(plan.deferrable(), expected.is_some(), "{format:?}");
         if let Some(expected) = expected {
