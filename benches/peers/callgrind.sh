@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Where the caller's instructions go, per phase of a log call: runs one peer
-# logger under callgrind, collecting only inside logbus's `log` (the caller's
-# path, formatting included; the worker is not counted), and sums the
-# exclusive instruction counts by phase. Deterministic, so it compares two
-# commits where wall-clock timings on a shared machine cannot.
+# logger under callgrind, collecting only inside logbus's entry points (the
+# caller's path, formatting included; the worker is not counted): `log`
+# for `log::info!`, `__private::log_deferred` for `logbus::info!`
+# (logbus-macro); and sums the exclusive instruction counts by phase.
+# Deterministic, so it compares two commits where wall-clock timings on a
+# shared machine cannot.
 #
 #   benches/peers/callgrind.sh [LOGGER] [RECORDS]   (defaults: logbus-block, 200000)
 #   BIN=path/to/logbus-peers benches/peers/callgrind.sh   (another build, e.g. a base's)
+#   SCOPE=call benches/peers/callgrind.sh logbus-macro   (the whole call: the
+#       call site's own code and the `log` crate's part too, through the
+#       harness's `call_log`/`call_macro`; logbus loggers only)
 #
 # Needs valgrind (apt-get install valgrind) and python3.
 set -euo pipefail
@@ -23,10 +28,19 @@ else
   bin="$CARGO_TARGET_DIR/release/logbus-peers"
 fi
 
+# Each entry point toggles collection on and off: they must not nest.
+case "${SCOPE:-backend}" in
+  backend) toggles=(
+    "--toggle-collect=logbus::log_backend::<impl logbus::broker::BrokerShared>::log"
+    "--toggle-collect=logbus::__private::log_deferred"
+  ) ;;
+  call) toggles=("--toggle-collect=logbus_peers::call_log" "--toggle-collect=logbus_peers::call_macro") ;;
+  *) echo "SCOPE is backend or call" >&2; exit 2 ;;
+esac
+
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
-  "--toggle-collect=logbus::log_backend::<impl logbus::broker::BrokerShared>::log" \
+valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "${toggles[@]}" \
   "$bin" --logger "$logger" --threads 1 --records "$records" --out "$work/out" >/dev/null 2>"$work/valgrind.txt"
 callgrind_annotate --threshold=100 --auto=no "$work/cg.out" 2>/dev/null | sed -n '/Ir  *file:function/,$p' | tail -n +3 |
   awk '/^-/{exit} {print}' >"$work/flat.txt"
@@ -35,10 +49,12 @@ python3 - "$work/flat.txt" "$records" <<'PY'
 import re, sys
 path, records = sys.argv[1], int(sys.argv[2])
 phases = [
+    ("the call site (level check, arguments, format_args!)", r"logbus_peers::call_"),
+    ("the log crate (its Record, the logger's dispatch)", r"^log::|as log::Log>"),
     ("format: core::fmt and the arguments' Display", r"core::fmt|pad_integral"),
     ("format: the size-bounded writer and copies", r"Bounded as core::fmt::Write|memmove|memcpy"),
     ("route cache (view, lookup, hash)", r"route::|hashbrown"),
-    ("record fill (recycled record, location, thread, key-values)", r"producer::|log_backend::fill"),
+    ("record fill (recycled record, location, thread, key-values)", r"producer::|log_backend::fill|deferred::"),
     ("clock (SystemTime::now)", r"SystemTime|Timespec|clock_gettime"),
     ("gate (enter, fence, leave) and waker", r"PublishGate|gate::|waker|Waker"),
     ("queue push (lane, budget, overflow)", r"queue::|lane::|budget|LaneEnd"),
