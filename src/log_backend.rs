@@ -126,7 +126,10 @@ impl Site {
 /// The broker installed as the `log` backend, for logbus's own macros:
 /// set once, by the one successful install (`install`). Unset when another
 /// backend (or test mode) is installed: the macros then take the `log`
-/// crate's path.
+/// crate's path. Its states: unset -> set, once. `OnceLock::get` is an
+/// Acquire load pairing with the Release of `set`, so a macro that finds
+/// the broker sees it whole (it is leaked before `set`); one that misses it
+/// during the install takes the `log` path, which reaches the same broker.
 static INSTALLED: OnceLock<&'static BrokerShared> = OnceLock::new();
 
 /// The installed broker, if the `log` backend is one.

@@ -110,32 +110,38 @@ macro_rules! same {
     }};
 }
 
-/// Every supported spec that fits an integer, on one value.
+/// Every supported spec that fits an integer, on one value (bound first:
+/// a call of literals only is not deferred).
 macro_rules! integers {
     ($fx:expr; $($value:expr),+ $(,)?) => {$(
+        let value = $value;
         same!($fx, true; "{0} {0:?} {0:x} {0:X} {0:#x} {0:#X} {0:o} {0:#o} {0:b} {0:#b} {0:e} {0:E} \
             {0:.3e} {0:5} {0:<5} {0:^7} {0:>9} {0: >9} {0:+} {0:05} {0:+08} {0:#010x} {0:>+#12x} \
-            {0:<#6b} {0:^+9} {0:.2} {0:#?} {0:12.4E} {0:<3}|{{}}", $value);
-        same!($fx, true; "{} {:x} {:>4}", $value, $value, $value);
+            {0:<#6b} {0:^+9} {0:.2} {0:#?} {0:12.4E} {0:<3}|{{}}", value);
+        same!($fx, true; "{} {:x} {:>4}", value, value, value);
     )+};
 }
 
 /// Every supported spec that fits a float, on one value.
 macro_rules! floats {
     ($fx:expr; $($value:expr),+ $(,)?) => {$(
+        let value = $value;
         same!($fx, true; "{0} {0:?} {0:e} {0:E} {0:.0} {0:.1} {0:.3} {0:.17} {0:10} {0:<10} {0:^10} \
             {0:>10} {0:+} {0:+.2} {0:010.3} {0:+010.2} {0:#?} {0:.3?} {0:12.3e} {0:+.2E} {0:#} \
-            {0:.0e} {0:08} {0:<+9.1} {0:>+#012.1?}|", $value);
-        same!($fx, true; "{} {:?}", $value, $value);
+            {0:.0e} {0:08} {0:<+9.1} {0:>+#012.1?}|", value);
+        same!($fx, true; "{} {:?}", value, value);
     )+};
 }
 
-/// Every supported spec that fits a `bool`, a `char` or a string.
+/// Every supported spec that fits a `bool`, a `char` or a string, on one
+/// value: a literal, so that a string is deferred too, and an argument
+/// that is not, so that the call is.
 macro_rules! plain {
-    ($fx:expr; $($value:expr),+ $(,)?) => {$(
+    ($fx:expr; $($value:tt),+ $(,)?) => {$(
+        let end = '|';
         same!($fx, true; "{0} {0:?} {0:5} {0:<5} {0:^5} {0:>5} {0:.1} {0:.0} {0:#?} {0:>8?} {0:+} \
-            {0:05} {0:^+#7.2}|", $value);
-        same!($fx, true; "[{}] [{:?}]", $value, $value);
+            {0:05} {0:^+#7.2}{1}", $value, end);
+        same!($fx, true; "[{}] [{:?}] {}", $value, $value, end);
     )+};
 }
 
@@ -176,8 +182,12 @@ fn references_implicit_and_explicit_positions_and_escapes() {
     same!(fx, true; r#"raw "{}" \n"#, n);
     same!(fx, true; "{} {}", n + 1, { x * 2.0 });
     same!(fx, true; "{} {} {}", -3, 2.5, 'c');
-    same!(fx, true; "{:?} {}", "lit", 7);
-    same!(fx, true; "é {} ü {}", 1u8, 'ß');
+    same!(fx, true; "{:?} {} {}", "lit", 7, n);
+    same!(fx, true; "é {} ü {}", n, 'ß');
+    // Literals only: deferred too (`format_args!` would fold some into
+    // the string on `log`'s path: the text is the same).
+    same!(fx, true; "{} {}", "lit", 7);
+    same!(fx, true; "{:x} {:?} {}", 255, 'c', 2.5);
 }
 
 /// A value whose `Display` counts its calls.
@@ -324,17 +334,21 @@ fn every_level_and_target_and_log_with_a_level() {
 #[test]
 fn a_message_that_could_exceed_the_size_bound_takes_the_log_path() {
     // The bound counts 400 bytes per placeholder (more than any value's
-    // text) or its width, and a string literal 6 times (`{:?}` escapes):
+    // text) or its width, and a string literal 6 times per placeholder
+    // (`{:?}` escapes):
     // under 1,024 bytes (the least `max_record_bytes` takes), "{:>1025}"
     // may not be deferred.
     let fx = &Fixture::with(logbus::builder().max_record_bytes(1024));
-    same!(fx, true; "{} {}", 1, 2);
-    same!(fx, true; "{:>1024}", 1);
-    same!(fx, false; "{:>1025}", 1);
-    same!(fx, true; "{}", "a literal of 100 bytes: 6 x 100 + 2 + 400 = 1,002 fit in the bound..................................");
-    same!(fx, false; "{}", "a literal of 110 bytes: 6 x 110 + 2 + 400 = 1,062 do not fit in the bound.....................................");
+    let (one, two) = (1, 2);
+    same!(fx, true; "{} {}", one, two);
+    same!(fx, true; "{:>1024}", one);
+    same!(fx, false; "{:>1025}", one);
+    // With a string literal, 2 placeholders: 800, plus 2 x (6 x 18 + 2) = 1,020 fit;
+    // 2 x (6 x 19 + 2) = 1,032 do not.
+    same!(fx, true; "{}{}", "xxxxxxxxxxxxxxxxxx", one);
+    same!(fx, false; "{}{}", "yyyyyyyyyyyyyyyyyyy", one);
     // Cut by the bound, identically.
-    same!(fx, false; "{:>1100}|{}", 1, 2);
+    same!(fx, false; "{:>1100}|{}", one, two);
     assert!(fx.memory.messages().last().unwrap().contains("…[truncated"));
 }
 
