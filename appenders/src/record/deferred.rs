@@ -1,7 +1,8 @@
-//! A message the caller did not format: a `&'static str` format string and
-//! copies of its arguments, formatted when the message is first read
-//! (usually on a worker, when an appender renders the record). logbus's
-//! own macros (`logbus::info!` ...) make such records.
+//! A message the caller did not format: its call site's format string,
+//! read at compile time (a `&'static` [`Template`]), and copies of its
+//! arguments, formatted when the message is first read (usually on a
+//! worker, when an appender renders the record). logbus's own macros
+//! (`logbus::info!` ...) make such records.
 //!
 //! This file is the storage (kept across a record's reuse, formatted once
 //! by whichever reader comes first); `deferred/format.rs` is the format
@@ -12,6 +13,7 @@ use std::fmt;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 mod format;
+mod write;
 
 pub use format::{parse, pieces, Piece, Plan, Template};
 
