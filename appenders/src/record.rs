@@ -12,7 +12,10 @@ use std::time::SystemTime;
 
 pub use log::Level;
 
+pub(crate) mod deferred;
 pub(crate) mod producer;
+
+use deferred::Deferred;
 
 /// A record's topic: `<level>.<target>`, with `::` in the target turned into `.`.
 ///
@@ -456,12 +459,15 @@ pub struct ThreadInfo {
 /// assert_eq!(record.message(), "request served");
 /// assert_eq!(record.key_values()[0].0, "status");
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Record {
     seq: u64,
     time: SystemTime,
     topic: Topic,
+    /// The message, unless `deferred` holds it.
     message: Cow<'static, str>,
+    /// A message formatted when first read (see [`deferred`]).
+    deferred: Deferred,
     module_path: Option<Cow<'static, str>>,
     file: Option<Cow<'static, str>>,
     line: Option<u32>,
@@ -491,6 +497,26 @@ impl fmt::Debug for Holders {
     }
 }
 
+impl fmt::Debug for Record {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // As derived, but with the message as readers see it (a deferred
+        // one formatted).
+        f.debug_struct("Record")
+            .field("seq", &self.seq)
+            .field("time", &self.time)
+            .field("topic", &self.topic)
+            .field("message", &self.message())
+            .field("module_path", &self.module_path)
+            .field("file", &self.file)
+            .field("line", &self.line)
+            .field("thread", &self.thread)
+            .field("kv", &self.kv)
+            .field("spare", &self.spare)
+            .field("holders", &self.holders)
+            .finish()
+    }
+}
+
 impl Record {
     /// Starts a record on `topic`; every other field has a neutral default
     /// (seq 0, the current time, empty message, no location, thread id 0).
@@ -504,6 +530,7 @@ impl Record {
                 time: SystemTime::now(),
                 topic,
                 message: Cow::Borrowed(""),
+                deferred: Deferred::default(),
                 module_path: None,
                 file: None,
                 line: None,
@@ -556,16 +583,22 @@ impl Record {
     }
 
     /// The formatted message.
+    ///
+    /// A message logbus's own macros deferred (`logbus::info!` ...) is
+    /// formatted here, by its first reader (once, whichever thread that is),
+    /// and kept.
     #[must_use]
     #[inline]
     pub fn message(&self) -> &str {
-        &self.message
+        self.message_cow()
     }
 
     /// The message, telling whether it was a literal (borrowed, not copied).
+    /// A deferred message, once formatted, is owned.
     #[must_use]
+    #[inline]
     pub fn message_cow(&self) -> &Cow<'static, str> {
-        &self.message
+        self.deferred.text().unwrap_or(&self.message)
     }
 
     /// The module path of the log call, if known.
@@ -610,7 +643,9 @@ impl Record {
     }
 
     /// A rough size of the record in bytes (message plus key-values plus the
-    /// fixed part), used for byte-bounded queues.
+    /// fixed part), used for byte-bounded queues. It does not change when a
+    /// deferred message is formatted: that counts as its format string plus
+    /// 8 bytes per argument.
     #[must_use]
     pub fn approx_size(&self) -> usize {
         let kv: usize = self
@@ -625,7 +660,11 @@ impl Record {
                     }
             })
             .sum();
-        std::mem::size_of::<Record>() + self.message.len() + kv
+        let message = self
+            .deferred
+            .approx_len()
+            .unwrap_or_else(|| self.message.len());
+        std::mem::size_of::<Record>() + message + kv
     }
 
     /// A copy of this record with extra key-values appended (used for
