@@ -50,8 +50,47 @@ pub(super) fn placeholder(out: &mut String, spec: &Spec, arg: &Arg) -> fmt::Resu
 }
 
 /// `{}` and `{:?}`, the common case, without the width argument and the
-/// wrapper: `write!` of the value itself.
+/// wrapper: `{}` of an integer, a string, a bool or a char is written by hand
+/// (std's `Display` of these, with no flags, is exactly their decimal digits
+/// after a `-`, the text, `true`/`false`, the character: the byte-identity
+/// tests compare them with std's), the rest with `write!` of the value
+/// itself.
 fn plain_placeholder(out: &mut String, trait_: Trait, arg: &Arg) -> fmt::Result {
+    if trait_ == Trait::Display {
+        let (negative, magnitude) = match *arg {
+            Arg::U8(v) => (false, u128::from(v)),
+            Arg::U16(v) => (false, u128::from(v)),
+            Arg::U32(v) => (false, u128::from(v)),
+            Arg::U64(v) => (false, u128::from(v)),
+            Arg::Usize(v) => (false, v as u128),
+            Arg::I8(v) => (v < 0, u128::from(v.unsigned_abs())),
+            Arg::I16(v) => (v < 0, u128::from(v.unsigned_abs())),
+            Arg::I32(v) => (v < 0, u128::from(v.unsigned_abs())),
+            Arg::I64(v) => (v < 0, u128::from(v.unsigned_abs())),
+            Arg::Isize(v) => (v < 0, v.unsigned_abs() as u128),
+            Arg::Str(v) => {
+                out.push_str(v);
+                return Ok(());
+            }
+            Arg::Bool(v) => {
+                out.push_str(if v { "true" } else { "false" });
+                return Ok(());
+            }
+            Arg::Char(v) => {
+                out.push(v);
+                return Ok(());
+            }
+            // 128-bit integers and floats: std's own.
+            _ => (false, u128::MAX),
+        };
+        if magnitude <= u128::from(u64::MAX) {
+            if negative {
+                out.push('-');
+            }
+            push_decimal(out, magnitude as u64);
+            return Ok(());
+        }
+    }
     macro_rules! by_type {
         ($($variant:ident),*) => {
             match (trait_, *arg) {
@@ -66,6 +105,35 @@ fn plain_placeholder(out: &mut String, trait_: Trait, arg: &Arg) -> fmt::Result 
     by_type!(
         U8, U16, U32, U64, U128, Usize, I8, I16, I32, I64, I128, Isize, F32, F64, Bool, Char, Str
     )
+}
+
+/// Appends `value`'s decimal digits, two per division.
+fn push_decimal(out: &mut String, mut value: u64) {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    while value >= 100 {
+        // `value % 100` is below 100, so the index is in the table.
+        let pair = (value % 100) as usize * 2;
+        value /= 100;
+        start -= 2;
+        digits[start..start + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if value >= 10 {
+        let pair = value as usize * 2;
+        start -= 2;
+        digits[start..start + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
+        start -= 1;
+        // Below 10, so the cast cannot truncate.
+        digits[start] = b'0' + value as u8;
+    }
+    // ASCII digits, so always valid UTF-8.
+    out.push_str(std::str::from_utf8(&digits[start..]).unwrap_or_default());
 }
 
 /// An argument whose `Display` is the placeholder's trait of the value,
@@ -143,5 +211,61 @@ where
         Trait::Display => fmt::Display::fmt(v, f),
         Trait::Debug => fmt::Debug::fmt(v, f),
         _ => Err(fmt::Error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_digits_are_std_display() {
+        let mut values = vec![
+            0,
+            1,
+            9,
+            10,
+            11,
+            99,
+            100,
+            101,
+            999,
+            1_000,
+            65_535,
+            u64::MAX,
+            u64::MAX - 1,
+        ];
+        values.extend((0..64).map(|bit| 1u64 << bit));
+        values.extend((1..20).map(|digits| 10u64.pow(digits) - 1));
+        for value in values {
+            let mut out = String::new();
+            push_decimal(&mut out, value);
+            assert_eq!(out, value.to_string());
+        }
+    }
+
+    #[test]
+    fn plain_display_of_every_narrow_type_is_std_display() {
+        let cases = [
+            (Arg::I8(i8::MIN), i8::MIN.to_string()),
+            (Arg::I16(i16::MIN), i16::MIN.to_string()),
+            (Arg::I32(i32::MIN), i32::MIN.to_string()),
+            (Arg::I64(i64::MIN), i64::MIN.to_string()),
+            (Arg::I64(-1), "-1".to_owned()),
+            (Arg::Isize(isize::MIN), isize::MIN.to_string()),
+            (Arg::Usize(usize::MAX), usize::MAX.to_string()),
+            (Arg::U128(u128::MAX), u128::MAX.to_string()),
+            (Arg::I128(i128::MIN), i128::MIN.to_string()),
+            (Arg::U128(7), "7".to_owned()),
+            (Arg::Bool(false), "false".to_owned()),
+            (Arg::Char('\n'), "\n".to_owned()),
+            (Arg::Str("a {} b"), "a {} b".to_owned()),
+            (Arg::F64(-0.0), "-0".to_owned()),
+        ];
+        for (arg, expected) in cases {
+            let mut out = String::new();
+            plain_placeholder(&mut out, Trait::Display, &arg).unwrap();
+            assert_eq!(out, expected, "{arg:?}");
+        }
     }
 }
