@@ -334,8 +334,8 @@ fn every_level_and_target_and_log_with_a_level() {
 #[test]
 fn a_message_that_could_exceed_the_size_bound_takes_the_log_path() {
     // The bound counts 400 bytes per placeholder (more than any value's
-    // text) or its width, and a string literal 6 times per placeholder
-    // (`{:?}` escapes):
+    // text) or its width, a string literal 6 times per placeholder (`{:?}`
+    // escapes) and a char 3 bytes per placeholder (padding counts chars):
     // under 1,024 bytes (the least `max_record_bytes` takes), "{:>1025}"
     // may not be deferred.
     let fx = &Fixture::with(logbus::builder().max_record_bytes(1024));
@@ -350,6 +350,18 @@ fn a_message_that_could_exceed_the_size_bound_takes_the_log_path() {
     // Cut by the bound, identically.
     same!(fx, false; "{:>1100}|{}", one, two);
     assert!(fx.memory.messages().last().unwrap().contains("…[truncated"));
+    // std pads to a width in chars: a 4-byte char at width 1,024 is 1,027
+    // bytes, so a char counts 3 bytes more per placeholder. The `log` path
+    // cuts it; 1,021 + 3 fit.
+    let smile = '\u{1f600}';
+    same!(fx, false; "{:1024}", smile);
+    let messages = fx.memory.messages();
+    assert!(messages[messages.len() - 1].ends_with("…[truncated 1+ bytes]"));
+    same!(fx, true; "{:1021}", smile);
+    let messages = fx.memory.messages();
+    assert_eq!(messages[messages.len() - 1].len(), 1024);
+    // An integer is ASCII: its width is its length.
+    same!(fx, true; "{:>1024}", one);
 }
 
 #[test]

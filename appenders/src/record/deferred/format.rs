@@ -69,16 +69,20 @@ impl Plan {
     /// Whether the message of `args` is sure to fit in `max` bytes, so
     /// that formatting it later is what the `log` path's size bound would
     /// keep (nothing cut). A string literal counts as written by `{:?}` at
-    /// each placeholder (at most 6 bytes per byte, `\u{7f}`, and quotes).
+    /// each placeholder (at most 6 bytes per byte, `\u{7f}`, and quotes). A
+    /// `char` counts 3 bytes more at each placeholder: std pads to a width
+    /// in chars, so a 4-byte char at width N is N + 3 bytes.
     #[must_use]
     #[inline]
     pub fn fits(&self, args: &[Arg], max: usize) -> bool {
         let mut len = self.max_len;
         for arg in args {
-            if let Arg::Str(text) = arg {
-                let debug = text.len().saturating_mul(6).saturating_add(2);
-                len = len.saturating_add(debug.saturating_mul(self.placeholders));
-            }
+            let extra = match arg {
+                Arg::Str(text) => text.len().saturating_mul(6).saturating_add(2),
+                Arg::Char(_) => 3,
+                _ => continue,
+            };
+            len = len.saturating_add(extra.saturating_mul(self.placeholders));
         }
         len <= max
     }
@@ -613,6 +617,9 @@ mod tests {
             ("{:.30}", Arg::F64(f64::MIN)),
             ("{:.30e}", Arg::I128(i128::MIN)),
             ("{:?}", Arg::Char('\u{10ffff}')),
+            // Padded by chars: 4 bytes in one char.
+            ("{:1024}", Arg::Char('\u{1f600}')),
+            ("{:^1024.1}", Arg::Char('\u{1f600}')),
         ] {
             let mut out = String::new();
             render(format, &[arg], &mut out);
