@@ -284,29 +284,37 @@ macro_rules! __logbus_log {
             // expansion binds them.
             match ($(&$bexpr,)*) {
                 ($($bname,)*) => {
+                    // The format, read at compile time, in a block of its own:
+                    // items are not hygienic, so the caller's `$target` must not
+                    // be where these names are.
+                    let site: &'static $crate::__private::Site = {
+                        const PIECES: [$crate::__private::Piece; $crate::__private::pieces($fmt)] =
+                            $crate::__private::parse($fmt);
+                        const SITE: $crate::__private::Site = $crate::__private::Site::new(
+                            ::core::module_path!(),
+                            $crate::__private::Template::new(
+                                $fmt,
+                                &PIECES,
+                                0 $(+ $crate::__private::one(::core::stringify!($uname)))*,
+                            ),
+                        );
+                        &SITE
+                    };
                     let target: &::core::primitive::str = $target;
-                    // The format, read at compile time.
-                    const PIECES: [$crate::__private::Piece; $crate::__private::pieces($fmt)] =
-                        $crate::__private::parse($fmt);
-                    const SITE: $crate::__private::Site = $crate::__private::Site::new(
-                        ::core::module_path!(),
-                        $crate::__private::Template::new(
-                            $fmt,
-                            &PIECES,
-                            0 $(+ $crate::__private::one(::core::stringify!($uname)))*,
-                        ),
-                    );
-                    #[allow(unused_imports)]
-                    use $crate::__private::{ViaArg as _, ViaOther as _};
-                    let deferred = SITE.deferrable() && match ($($probe,)*) {
-                        ($(::core::option::Option::Some($uname),)*) => $crate::__private::log_deferred(
-                            lvl,
-                            target,
-                            &SITE,
-                            $crate::__private::loc(),
-                            &[$($uname),*],
-                        ),
-                        _ => false,
+                    let deferred = site.deferrable() && {
+                        // The probes' traits, out of `$target`'s sight too.
+                        #[allow(unused_imports)]
+                        use $crate::__private::{ViaArg as _, ViaOther as _};
+                        match ($($probe,)*) {
+                            ($(::core::option::Option::Some($uname),)*) => $crate::__private::log_deferred(
+                                lvl,
+                                target,
+                                site,
+                                $crate::__private::loc(),
+                                &[$($uname),*],
+                            ),
+                            _ => false,
+                        }
                     };
                     if !deferred {
                         $crate::__private::log::log!(target: target, lvl, $fmt, $($lexpr),*);
@@ -323,35 +331,43 @@ macro_rules! __logbus_log {
         if lvl <= $crate::__private::log::STATIC_MAX_LEVEL && lvl <= $crate::__private::log::max_level() {
             match (&($logger), $(&$bexpr,)*) {
                 (logger, $($bname,)*) => {
+                    // The format, read at compile time, in a block of its own:
+                    // items are not hygienic, so the caller's `$target` must not
+                    // be where these names are.
+                    let site: &'static $crate::__private::Site = {
+                        const PIECES: [$crate::__private::Piece; $crate::__private::pieces($fmt)] =
+                            $crate::__private::parse($fmt);
+                        const SITE: $crate::__private::Site = $crate::__private::Site::new(
+                            ::core::module_path!(),
+                            $crate::__private::Template::new(
+                                $fmt,
+                                &PIECES,
+                                0 $(+ $crate::__private::one(::core::stringify!($uname)))*,
+                            ),
+                        );
+                        &SITE
+                    };
                     let target: &::core::primitive::str = $target;
-                    // The format, read at compile time.
-                    const PIECES: [$crate::__private::Piece; $crate::__private::pieces($fmt)] =
-                        $crate::__private::parse($fmt);
-                    const SITE: $crate::__private::Site = $crate::__private::Site::new(
-                        ::core::module_path!(),
-                        $crate::__private::Template::new(
-                            $fmt,
-                            &PIECES,
-                            0 $(+ $crate::__private::one(::core::stringify!($uname)))*,
-                        ),
-                    );
-                    #[allow(unused_imports)]
-                    use $crate::__private::{ViaArg as _, ViaBroker as _, ViaOther as _, ViaOtherLogger as _};
-                    let deferred = SITE.deferrable() && match ($($probe,)*) {
-                        ($(::core::option::Option::Some($uname),)*) => {
-                            match (&$crate::__private::LoggerProbe(logger)).__logbus_broker() {
-                                ::core::option::Option::Some(broker) => $crate::__private::log_deferred_to(
-                                    broker,
-                                    lvl,
-                                    target,
-                                    &SITE,
-                                    $crate::__private::loc(),
-                                    &[$($uname),*],
-                                ),
-                                ::core::option::Option::None => false,
+                    let deferred = site.deferrable() && {
+                        // The probes' traits, out of `$target`'s sight too.
+                        #[allow(unused_imports)]
+                        use $crate::__private::{ViaArg as _, ViaBroker as _, ViaOther as _, ViaOtherLogger as _};
+                        match ($($probe,)*) {
+                            ($(::core::option::Option::Some($uname),)*) => {
+                                match (&$crate::__private::LoggerProbe(logger)).__logbus_broker() {
+                                    ::core::option::Option::Some(broker) => $crate::__private::log_deferred_to(
+                                        broker,
+                                        lvl,
+                                        target,
+                                        site,
+                                        $crate::__private::loc(),
+                                        &[$($uname),*],
+                                    ),
+                                    ::core::option::Option::None => false,
+                                }
                             }
+                            _ => false,
                         }
-                        _ => false,
                     };
                     if !deferred {
                         $crate::__private::log::log!(logger: logger, target: target, lvl, $fmt, $($lexpr),*);

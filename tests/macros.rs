@@ -453,6 +453,53 @@ fn another_logger_gets_what_log_would_give_it() {
     assert_eq!(got[2], ("GET 5".to_owned(), Some("GET 5")));
 }
 
+#[test]
+fn the_callers_items_do_not_meet_the_expansions() {
+    // Items are not hygienic: the expansion's `const`s (`PIECES`, `SITE`)
+    // must not be in scope where the caller's target is evaluated, nor the
+    // caller's consts of those names where the expansion reads its own.
+    const SITE: &str = "app::site";
+    const PIECES: &str = "app::pieces";
+    const TARGET: &str = "app::target";
+    const TEMPLATE: &str = "app::template";
+    const LEVEL: Level = Level::Warn;
+    #[allow(dead_code)]
+    struct Site;
+    #[allow(dead_code)]
+    struct Piece;
+    #[allow(dead_code)]
+    struct Template;
+    let fx = &Fixture::new();
+    let n = 1u8;
+    logbus::info!(logger: &fx.broker, target: SITE, "{}", n);
+    logbus::info!(logger: &fx.broker, target: PIECES, "{} {}", n, 2);
+    logbus::log!(logger: &fx.broker, target: TARGET, LEVEL, "{}", n);
+    logbus::warn!(logger: &fx.broker, target: TEMPLATE, "{:>3}", n);
+    // Without `logger:` (no logbus installed in this binary: `log`'s path).
+    logbus::info!(target: SITE, "{}", n);
+    logbus::log!(target: PIECES, LEVEL, "{}", n);
+    let got: Vec<_> = fx
+        .fresh()
+        .iter()
+        .map(|r| {
+            (
+                r.level(),
+                r.target().to_owned(),
+                r.message().to_owned(),
+                is_deferred(r),
+            )
+        })
+        .collect();
+    let expected = [
+        (Level::Info, SITE, "1"),
+        (Level::Info, PIECES, "1 2"),
+        (Level::Warn, TARGET, "1"),
+        (Level::Warn, TEMPLATE, "  1"),
+    ]
+    .map(|(level, target, message)| (level, target.to_owned(), message.to_owned(), true));
+    assert_eq!(got, expected);
+}
+
 /// A library's macro that forwards to logbus's.
 macro_rules! forward_tokens {
     ($($t:tt)*) => { logbus::info!(logger: &common::broker(), $($t)*) };
