@@ -41,6 +41,29 @@
 /// `log::info!` and friends keep working as before; these macros are for
 /// hot call sites that log numbers.
 ///
+/// # An argument's type must be known at the call
+///
+/// The choice between copying an argument and the `log` path is made from
+/// its type where the macro is, before later statements are read. An
+/// argument whose type is only inferred from a later use does not compile
+/// (`E0277`, `String: ToArg` is not satisfied, below), where `log::info!`
+/// would: annotate the type (`let mut v: String = ...`), or use `log`'s
+/// macro there.
+///
+/// ```compile_fail,E0277
+/// let mut v = Default::default();
+/// logbus::info!("{}", v); // `v`'s type is not known yet
+/// v = String::from("x");
+/// # let _ = v;
+/// ```
+///
+/// ```
+/// let mut v: String = Default::default();
+/// logbus::info!("{}", v); // a `String`: `log`'s path
+/// v = String::from("x");
+/// log::info!("{}", v);
+/// ```
+///
 /// # Examples
 ///
 /// ```
