@@ -19,7 +19,10 @@
 ///   compile time, by a `const`);
 /// - every argument is an integer, `f32`, `f64`, `bool` or `char` (or a
 ///   reference to one), or a string literal (decided per type at compile
-///   time);
+///   time), and at least one is not a literal: a call of literals only
+///   takes `log`'s path, where `format_args!` folds `{}` of string and
+///   integer literals into the format string (`info!("{} {}", "GET", 5)`
+///   costs the caller nothing there);
 /// - the `log` backend is logbus (installed, or given as `logger:` as a
 ///   [`Broker`](crate::Broker) or [`BrokerHandle`](crate::BrokerHandle));
 /// - the message cannot be longer than the size bound
@@ -251,7 +254,10 @@ macro_rules! trace {
 /// format string that is not a literal go to `log` as they are. `@args`
 /// walks the arguments: a named one sends the whole call to `log` as it
 /// is; a literal is kept as it is (so `format_args!` inlines it, as in
-/// `log`'s expansion); any other expression is bound once. Each step
+/// `log`'s expansion); any other expression is bound once. A call of
+/// literals only (none bound) goes to `log` as it is too: `format_args!`
+/// folds `{}` of string and integer literals into a `&'static str` there,
+/// which costs the caller nothing. Each step
 /// writes its bindings (`arg`, `value`) in its own expansion, so hygiene
 /// keeps them apart. `@emit` writes the call.
 #[doc(hidden)]
@@ -270,6 +276,10 @@ macro_rules! __logbus_log {
     // No arguments: nothing to format, `log`'s path.
     (@args [$logger:tt $target:tt $lvl:tt $fmt:literal] $orig:tt [] []) => {
         $crate::__logbus_log!(@log $logger $target $lvl $fmt)
+    };
+    // Literals only: `log`'s path (see above).
+    (@args [$logger:tt $target:tt $lvl:tt $fmt:literal] [$($orig:tt)*] [] $uses:tt) => {
+        $crate::__logbus_log!(@log $logger $target $lvl $fmt, $($orig)*)
     };
     (@args $cx:tt $orig:tt $bind:tt $uses:tt) => {
         $crate::__logbus_log!(@emit $cx $bind $uses)
