@@ -119,8 +119,11 @@ impl Deferred {
             .is_some_and(|inner| inner.active && inner.text.get().is_some())
     }
 
-    /// Makes `template` with `args` the message (not formatted).
-    pub(crate) fn set(&mut self, template: &'static Template, args: &[Arg]) {
+    /// Makes `template` with `args` the message (not formatted). A buffer
+    /// to format into that has no capacity (a new box, or one whose text a
+    /// retained record took) takes `spare`'s, the record's buffer for a
+    /// message formatted by the caller, which is then empty.
+    pub(crate) fn set(&mut self, template: &'static Template, args: &[Arg], spare: &mut String) {
         let inner = self.0.get_or_insert_with(|| {
             Box::new(Inner {
                 active: false,
@@ -137,6 +140,13 @@ impl Deferred {
         inner.active = true;
         inner.template = template;
         inner.args.extend_from_slice(args);
+        let buffer = inner
+            .buffer
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        if buffer.capacity() == 0 {
+            std::mem::swap(buffer, spare);
+        }
     }
 
     /// No deferred message any more; the buffers stay for the next one.
@@ -152,18 +162,20 @@ impl Deferred {
         }
     }
 
-    /// The formatted message as a `String` of its own, leaving no deferred
-    /// state and no buffers (a record to be retained: its memory is
-    /// counted once).
+    /// The formatted message as a `String` of its own (formatted now if no
+    /// reader did, in the buffer `set` gave it), leaving the deferred
+    /// message inactive: the box and the arguments' slots stay for the
+    /// next one, so a record the journal keeps and then lets go of is
+    /// reused without allocating. Nothing in it changes while the record
+    /// is retained (an inactive message is never formatted), so what
+    /// `held_bytes` counts stays the same.
     pub(crate) fn take_formatted(&mut self) -> Option<String> {
-        let mut inner = self.0.take()?;
-        if !inner.active {
-            return None;
-        }
+        let inner = self.0.as_mut().filter(|inner| inner.active)?;
         let text = match inner.text.take() {
             Some(text) => text,
             None => inner.format(),
         };
+        inner.reset();
         Some(text.into_owned())
     }
 

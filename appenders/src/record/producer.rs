@@ -71,8 +71,9 @@ pub fn set_seq(record: &mut Record, seq: u64) {
 /// (shrinking in place leaves holes too small for the next large one).
 ///
 /// A deferred message is formatted here (on the caller's thread: the
-/// journal counts what it holds before holding it), into a buffer of its
-/// own.
+/// journal counts what it holds before holding it) and becomes the
+/// message; its box and argument slots stay, inactive, for the record's
+/// next life.
 pub fn fit_for_retention(record: &mut Record) {
     record.spare = String::new();
     if let Some(text) = record.deferred.take_formatted() {
@@ -142,7 +143,7 @@ pub fn set_message_literal(record: &mut Record, message: &'static str) {
 #[inline]
 pub fn set_message_deferred(record: &mut Record, template: &'static Template, args: &[Arg]) {
     set_message_literal(record, "");
-    record.deferred.set(template, args);
+    record.deferred.set(template, args, &mut record.spare);
 }
 
 /// Whether the record's message is deferred (formatted or not yet).
@@ -316,9 +317,23 @@ mod tests {
         message_buffer(&mut record).push_str("plain");
         assert_eq!((record.message(), is_deferred(&record)), ("plain", false));
 
-        // Retained: formatted into the message, nothing deferred left.
+        // Retained: formatted into the message, nothing deferred left but
+        // the box, inactive; what it holds does not change while kept.
         set_message_deferred(&mut record, template!("{:?}", 1), &[Arg::Char('"')]);
         fit_for_retention(&mut record);
+        let held = held_bytes(&record);
         assert_eq!((record.message(), is_deferred(&record)), ("'\"'", false));
+        assert_eq!(held_bytes(&record), held, "reading it changes nothing");
+        // Let go of and reused for another: the same box and buffers.
+        recycle(
+            &mut record,
+            Topic::new(Level::Info, "app"),
+            10,
+            SystemTime::now(),
+        );
+        set_message_deferred(&mut record, template!("{:?}", 1), &[Arg::Char('x')]);
+        fit_for_retention(&mut record);
+        assert_eq!((record.message(), is_deferred(&record)), ("'x'", false));
+        assert_eq!(held_bytes(&record), held, "no new allocation");
     }
 }
