@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use logbus::appenders::__private_api::{is_deferred, is_formatted};
 use logbus::appenders::Layout;
 use logbus::{
-    Broker, Journal, JournalQuery, Level, LevelFilter, Memory, MemoryHandle, Record, Redaction,
-    Subscription,
+    Broker, Journal, JournalQuery, Level, LevelFilter, Memory, MemoryHandle, OverflowPolicy,
+    Record, Redaction, Subscription,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
@@ -430,6 +430,47 @@ fn reading_the_message_on_the_callers_thread_formats_it_there() {
         .map(|r| r.message().to_owned())
         .collect();
     assert_eq!(kept, ["kept 'k'"]);
+}
+
+#[test]
+fn a_byte_budget_bounds_deferred_records_formatted_while_queued() {
+    // A predicate reads the message, so each deferred record is formatted
+    // on the caller's thread, then queued behind a stalled worker: the
+    // budget must count what its message can be (1,000 bytes here), not
+    // its format string (7), or it would hold several times its bytes.
+    const BUDGET: usize = 256 * 1024;
+    common::enable_all_levels();
+    let queued = |deferred: bool| {
+        let (broker, gate) = common::stalled(|s| {
+            s.level(LevelFilter::Trace)
+                .max_bytes(BUDGET)
+                .capacity(100_000)
+                .overflow(OverflowPolicy::DropNewest)
+                .filter(|r: &Record| !r.message().is_empty())
+        });
+        for i in 0..2_000u32 {
+            if deferred {
+                logbus::info!(logger: &broker, "{:1000}", i);
+            } else {
+                log::info!(logger: &broker, "{:1000}", i);
+            }
+        }
+        gate.open();
+        broker.flush().unwrap();
+        // Not the one the worker stalled on, nor the drop summary.
+        let mut records = gate.captured.records();
+        records.retain(|r| r.target() == module_path!());
+        assert!(records
+            .iter()
+            .all(|r| is_deferred(r) == deferred && (!deferred || is_formatted(r))));
+        let bytes: usize = records.iter().map(|r| r.message().len()).sum();
+        assert!(bytes <= BUDGET, "{bytes} message bytes queued");
+        records.len()
+    };
+    // `{:1000}` of a `u32` is 1,000 bytes at most, as on the `log` path.
+    let (log_path, deferred) = (queued(false), queued(true));
+    assert!(log_path > 100, "{log_path}");
+    assert_eq!(deferred, log_path);
 }
 
 /// A `log` backend that is not logbus, used as `logger:`.

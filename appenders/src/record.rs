@@ -643,9 +643,14 @@ impl Record {
     }
 
     /// A rough size of the record in bytes (message plus key-values plus the
-    /// fixed part), used for byte-bounded queues. It does not change when a
-    /// deferred message is formatted: that counts as its format string plus
-    /// 8 bytes per argument.
+    /// fixed part), used for byte-bounded queues. A deferred message counts
+    /// as the longest its arguments can make it (per type and spec: 21
+    /// bytes for a `u64`'s `{}`, its width if wider; a float's `{}` from
+    /// its magnitude, at most 40 bytes from 1e-20 to 1e20), whether it was
+    /// formatted yet or not, so the size never changes and is never less
+    /// than the formatted message. Not counted, on either path: a buffer's
+    /// capacity beyond its length, and a deferred message's copies of its
+    /// arguments (32 bytes each) and their box.
     #[must_use]
     pub fn approx_size(&self) -> usize {
         let kv: usize = self

@@ -13,6 +13,7 @@ use std::fmt;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 mod format;
+mod size;
 mod write;
 
 pub use format::{parse, pieces, Piece, Plan, Template};
@@ -180,19 +181,13 @@ impl Deferred {
     }
 
     /// A size that does not change when the message is formatted (byte
-    /// budgets take and give back the same amount): the format's text,
-    /// 8 bytes per argument, a string literal's length.
+    /// budgets take and give back the same amount) and is never less than
+    /// the formatted message's length (a reader, another subscription's
+    /// worker or a predicate, may format it while the record is queued):
+    /// the longest the message of these arguments can be (`size.rs`).
     pub(crate) fn approx_len(&self) -> Option<usize> {
         let inner = self.0.as_ref().filter(|inner| inner.active)?;
-        let args: usize = inner
-            .args
-            .iter()
-            .map(|arg| match arg {
-                Arg::Str(text) => text.len(),
-                _ => 8,
-            })
-            .sum();
-        Some(inner.template.format().len() + args)
+        Some(inner.template.longest(&inner.args))
     }
 
     /// The heap bytes it holds: the box, the arguments' slots and the

@@ -27,7 +27,7 @@
 //! The `log` path of the same call site is always compiled, so the argument
 //! types fit the traits: `format_args!` has checked them.
 
-use super::{write, Arg};
+use super::{size, write, Arg};
 
 /// What `plan` found in a format string: whether it can be deferred, and
 /// a bound on the formatted length. Macro plumbing.
@@ -123,6 +123,21 @@ impl Template {
     #[inline]
     pub const fn format(&self) -> &'static str {
         self.format
+    }
+
+    /// The longest the message of `args` can be: its text, and the most
+    /// each placeholder can write for its argument (`size.rs`).
+    pub(super) fn longest(&self, args: &[Arg]) -> usize {
+        let mut len = 0usize;
+        for piece in self.pieces {
+            len = len.saturating_add(piece.text.len());
+            if let Some(spec) = &piece.spec {
+                if let Some(arg) = args.get(usize::from(spec.index)) {
+                    len = len.saturating_add(size::placeholder(spec, arg));
+                }
+            }
+        }
+        len
     }
 }
 
