@@ -199,10 +199,15 @@ impl Deferred {
             Some(Cow::Owned(text)) => alloc(text.capacity()),
             _ => 0,
         };
-        let buffer = inner
-            .buffer
-            .lock()
-            .map_or(0, |buffer| alloc(buffer.capacity()));
+        // A poisoned lock still holds its buffer (`format` and `reset` use
+        // it all the same): it counts.
+        let buffer = alloc(
+            inner
+                .buffer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .capacity(),
+        );
         alloc(std::mem::size_of::<Inner>())
             + alloc(inner.args.capacity() * std::mem::size_of::<Arg>())
             + text
@@ -235,5 +240,31 @@ impl fmt::Debug for Deferred {
                 .field("formatted", &inner.text.get().is_some())
                 .finish(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static TEMPLATE: Template = Template::new("", &[], 0);
+
+    #[test]
+    fn a_poisoned_buffer_is_counted_and_used() {
+        let mut deferred = Deferred::default();
+        let mut spare = String::with_capacity(100);
+        deferred.set(&TEMPLATE, &[], &mut spare);
+        let counted = |deferred: &Deferred| deferred.held_bytes(|bytes| bytes);
+        let held = counted(&deferred);
+        let inner = deferred.0.as_deref().unwrap();
+        let _ = std::panic::catch_unwind(|| {
+            let _guard = inner.buffer.lock().unwrap();
+            panic!("poisons the buffer's lock");
+        });
+        assert!(inner.buffer.is_poisoned());
+        assert_eq!(counted(&deferred), held);
+        // Formatting takes it all the same.
+        assert!(matches!(deferred.text(), Some(Cow::Owned(text)) if text.capacity() == 100));
+        assert_eq!(counted(&deferred), held);
     }
 }
