@@ -37,7 +37,11 @@
 /// ([`SubscriptionBuilder::filter`](crate::SubscriptionBuilder::filter))
 /// that reads the message, a [`Redaction`](crate::Redaction) with a
 /// message rewrite, and the [`Journal`](crate::Journal) (which counts what
-/// it keeps) do.
+/// it keeps) do. A deferred message is formatted into a buffer of the
+/// record's, so its [`Record::message_cow`](crate::Record::message_cow) is
+/// `Cow::Owned`, as `log`'s path makes it for any call with an argument
+/// that is not a literal; a call of literals only takes `log`'s path, where
+/// `format_args!` may fold them into a borrowed `&'static str`.
 ///
 /// Any other call expands to `log::log!` with the same arguments, each
 /// evaluated once, as `format_args!` does: the `log` crate's own path.
