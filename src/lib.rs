@@ -1,4 +1,4 @@
-//! logbus: a logging backend for the [`log`] crate, built as an in-process
+//! logbus: a logging backend for the [`log`](mod@log) crate, built as an in-process
 //! publish/subscribe broker.
 //!
 //! Every log call publishes one immutable [`Record`] on a *topic* named by
@@ -193,6 +193,36 @@
 //! [`FlushError::OnWorkerThread`] instead of waiting, and `unsubscribe`
 //! completes in the background.
 //!
+//! # Formatting on the worker
+//!
+//! logbus's own macros, [`info!`] and [`error!`], [`warn!`], [`debug!`],
+//! [`trace!`], [`log!`], take exactly `log`'s syntax. When a call logs
+//! only integers, floats, `bool`s, `char`s and string literals, with a
+//! literal format string of `{}`, `{:?}`, `{:x}`, widths, precisions and
+//! the like (the rules are at [`log!`]), the caller copies the arguments
+//! into the record and formats nothing: the message is formatted when first
+//! read, normally by the appender on its worker, byte for byte as
+//! `log::info!` would have made it. Every other call (key-values, a
+//! `String`, an inline `{name}`, another `log` backend) expands to the
+//! `log` macro with the same arguments. Use them on hot call sites that
+//! log numbers; `log::info!` and friends keep working everywhere.
+//!
+//! ```
+//! use logbus::{LevelFilter, Memory, Subscription};
+//!
+//! let (memory, captured) = Memory::new();
+//! let broker = logbus::builder()
+//!     .appender(Subscription::builder("memory", memory))
+//!     .build()?; // with `.install()?`, no `logger:` is needed
+//! log::set_max_level(LevelFilter::Trace);
+//!
+//! let (id, us) = (42u64, 180u32);
+//! logbus::info!(logger: &broker, target: "app::http", "request {} served in {} us", id, us);
+//! broker.flush()?;
+//! assert_eq!(captured.messages(), ["request 42 served in 180 us"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Feature flags
 //!
 //! - `tail` (default): the `logbus` binary, whose `logbus tail` reads the
@@ -223,6 +253,8 @@
 // intrinsics (`clock/tsc.rs`, which Miri does not build).
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+#[doc(hidden)]
+pub mod __private;
 mod broker;
 mod builder;
 mod clock;
@@ -233,6 +265,7 @@ pub mod guide;
 mod init;
 mod journal;
 mod log_backend;
+mod macros;
 mod queue;
 mod recycle;
 mod report;

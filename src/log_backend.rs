@@ -1,19 +1,21 @@
 //! The `log` crate backend: turning a `log::Record` into ours (under the
 //! re-entrancy rule of `thread_role.rs`), and installing a broker as the
-//! global logger.
+//! global logger. Also the broker's side of logbus's own macros
+//! (`macros.rs`): a record whose message is formatted later, on the worker.
 
 use std::borrow::Cow;
 use std::fmt;
+use std::panic::Location;
 use std::time::Duration;
 
 use log::kv::{self, VisitSource, VisitValue};
-use logbus_appenders::__private_api as produce;
+use logbus_appenders::__private_api::{self as produce, Arg, Template};
 use logbus_appenders::{Record, Value};
 
 use crate::broker::{Broker, BrokerHandle, BrokerShared};
 use crate::sanitize::{bound_str, Bounded, Intake};
 use crate::stats::{Counters, ShutdownReport};
-use crate::sync::Ordering;
+use crate::sync::{OnceLock, Ordering};
 use crate::thread_role::{self, RoutingGuard};
 
 /// Fills `out` (fresh or recycled, already carrying topic, seq and time)
@@ -56,8 +58,7 @@ pub(crate) fn fill(out: &mut Record, record: &log::Record<'_>, intake: &Intake) 
         .file_static()
         .map(Cow::Borrowed)
         .or_else(|| record.file().map(|f| Cow::Owned(f.to_owned())));
-    produce::set_location(out, module_path, file, record.line());
-    produce::set_thread(out, thread_role::thread_info());
+    locate(out, module_path, file, record.line());
     let source = record.key_values();
     if source.count() > 0 {
         let mut collect = CollectKv {
@@ -68,10 +69,73 @@ pub(crate) fn fill(out: &mut Record, record: &log::Record<'_>, intake: &Intake) 
         let _ = source.visit(&mut collect);
         truncated |= collect.truncated;
     }
+    redact(out, intake);
+    truncated
+}
+
+/// Where and on which thread the log call was made: the part of a record
+/// both paths fill alike.
+#[inline]
+fn locate(
+    out: &mut Record,
+    module_path: Option<Cow<'static, str>>,
+    file: Option<Cow<'static, str>>,
+    line: Option<u32>,
+) {
+    produce::set_location(out, module_path, file, line);
+    produce::set_thread(out, thread_role::thread_info());
+}
+
+/// The last step of both paths: redaction, if configured (`sanitize.rs`).
+/// A message rewrite reads the message, so it formats a deferred one here.
+#[inline]
+fn redact(out: &mut Record, intake: &Intake) {
     if let Some(redaction) = &intake.redaction {
         redaction.apply(out);
     }
-    truncated
+}
+
+/// A call site of logbus's own macros whose message may be deferred: its
+/// module and its format string read at compile time (a `const` of the
+/// macro's expansion). Macro plumbing.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Site {
+    module_path: &'static str,
+    template: Template,
+}
+
+impl Site {
+    /// The site in `module_path` of `template`.
+    #[must_use]
+    pub const fn new(module_path: &'static str, template: Template) -> Site {
+        Site {
+            module_path,
+            template,
+        }
+    }
+
+    /// Whether the format can be deferred (the macro's first test).
+    #[must_use]
+    #[inline]
+    pub const fn deferrable(&self) -> bool {
+        self.template.plan().deferrable()
+    }
+}
+
+/// The broker installed as the `log` backend, for logbus's own macros:
+/// set once, by the one successful install (`install`). Unset when another
+/// backend (or test mode) is installed: the macros then take the `log`
+/// crate's path. Its states: unset -> set, once. `OnceLock::get` is an
+/// Acquire load pairing with the Release of `set`, so a macro that finds
+/// the broker sees it whole (it is leaked before `set`); one that misses it
+/// during the install takes the `log` path, which reaches the same broker.
+static INSTALLED: OnceLock<&'static BrokerShared> = OnceLock::new();
+
+/// The installed broker, if the `log` backend is one.
+#[inline]
+pub(crate) fn installed() -> Option<&'static BrokerShared> {
+    INSTALLED.get().copied()
 }
 
 struct CollectKv<'a> {
@@ -170,16 +234,54 @@ impl<'v> VisitValue<'v> for OwnedValue {
 impl BrokerShared {
     /// The `log::Log::log` entry point.
     pub(crate) fn log(&self, record: &log::Record<'_>) {
+        self.route(record.level(), record.target(), |out| {
+            if fill(out, record, &self.intake) {
+                Counters::add(&self.truncated, 1);
+            }
+        });
+    }
+
+    /// The entry point of logbus's own macros for a message they defer:
+    /// the record carries `site`'s format string and copies of `args`, and
+    /// is formatted when first read (`Record::message`), usually on the
+    /// worker. Returns `false`, having done nothing, when the message could
+    /// be longer than the size bound: the macro then takes the `log` path,
+    /// which cuts it as for any call, so the two paths never differ.
+    pub(crate) fn log_deferred(
+        &self,
+        level: log::Level,
+        target: &str,
+        site: &'static Site,
+        loc: &'static Location<'static>,
+        args: &[Arg],
+    ) -> bool {
+        if !site.template.plan().fits(args, self.intake.max_bytes) {
+            return false;
+        }
+        self.route(level, target, |out| {
+            produce::set_message_deferred(out, &site.template, args);
+            let (module_path, file) = (site.module_path, loc.file());
+            locate(
+                out,
+                Some(Cow::Borrowed(module_path)),
+                Some(Cow::Borrowed(file)),
+                Some(loc.line()),
+            );
+            redact(out, &self.intake);
+        });
+        true
+    }
+
+    /// Publishes under the re-entrancy rule: a call from a worker or from
+    /// inside a predicate is discarded and counted (`thread_role.rs`).
+    #[inline]
+    fn route(&self, level: log::Level, target: &str, fill: impl FnOnce(&mut Record)) {
         let Some(_guard) = RoutingGuard::enter() else {
             // Relaxed: a statistic.
             Counters::add(&self.suppressed, 1);
             return;
         };
-        self.publish(record.level(), record.target(), |out| {
-            if fill(out, record, &self.intake) {
-                Counters::add(&self.truncated, 1);
-            }
-        });
+        self.publish(level, target, fill);
     }
 }
 
@@ -233,6 +335,8 @@ pub(crate) fn install(
             // crate's logger does: its owner is never dropped, so no drop
             // can shut it down; only `LoggerGuard::shutdown` does.
             let broker: &'static Broker = Box::leak(Box::new(broker));
+            // The one successful install: it cannot be set already.
+            let _ = INSTALLED.set(&broker.shared);
             // Release: pairs with the Acquire in `publish_snapshot`, which
             // then keeps `log::max_level` in step with reconfigurations.
             broker.shared.installed.store(true, Ordering::Release);

@@ -147,6 +147,7 @@ fn only_the_facade_names_the_log_backend() {
     // below the façade reaches up into the `log` backend for it.
     let facade = [
         "lib.rs",
+        "__private.rs",
         "builder.rs",
         "init.rs",
         "log_backend.rs",

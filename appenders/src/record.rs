@@ -12,10 +12,13 @@ use std::time::SystemTime;
 
 pub use log::Level;
 
+pub(crate) mod deferred;
 pub(crate) mod producer;
 mod time;
 
 use self::time::{Stamp, Time};
+
+use deferred::Deferred;
 
 /// A record's topic: `<level>.<target>`, with `::` in the target turned into `.`.
 ///
@@ -459,12 +462,15 @@ pub struct ThreadInfo {
 /// assert_eq!(record.message(), "request served");
 /// assert_eq!(record.key_values()[0].0, "status");
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Record {
     seq: u64,
     time: Time,
     topic: Topic,
+    /// The message, unless `deferred` holds it.
     message: Cow<'static, str>,
+    /// A message formatted when first read (see [`deferred`]).
+    deferred: Deferred,
     module_path: Option<Cow<'static, str>>,
     file: Option<Cow<'static, str>>,
     line: Option<u32>,
@@ -494,6 +500,26 @@ impl fmt::Debug for Holders {
     }
 }
 
+impl fmt::Debug for Record {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // As derived, but with the message as readers see it (a deferred
+        // one formatted).
+        f.debug_struct("Record")
+            .field("seq", &self.seq)
+            .field("time", &self.time)
+            .field("topic", &self.topic)
+            .field("message", &self.message())
+            .field("module_path", &self.module_path)
+            .field("file", &self.file)
+            .field("line", &self.line)
+            .field("thread", &self.thread)
+            .field("kv", &self.kv)
+            .field("spare", &self.spare)
+            .field("holders", &self.holders)
+            .finish()
+    }
+}
+
 impl Record {
     /// Starts a record on `topic`; every other field has a neutral default
     /// (seq 0, the current time, empty message, no location, thread id 0).
@@ -514,6 +540,7 @@ impl Record {
             time: Time::new(stamp),
             topic,
             message: Cow::Borrowed(""),
+            deferred: Deferred::default(),
             module_path: None,
             file: None,
             line: None,
@@ -583,16 +610,22 @@ impl Record {
     }
 
     /// The formatted message.
+    ///
+    /// A message logbus's own macros deferred (`logbus::info!` ...) is
+    /// formatted here, by its first reader (once, whichever thread that is),
+    /// and kept.
     #[must_use]
     #[inline]
     pub fn message(&self) -> &str {
-        &self.message
+        self.message_cow()
     }
 
     /// The message, telling whether it was a literal (borrowed, not copied).
+    /// A deferred message, once formatted, is owned.
     #[must_use]
+    #[inline]
     pub fn message_cow(&self) -> &Cow<'static, str> {
-        &self.message
+        self.deferred.text().unwrap_or(&self.message)
     }
 
     /// The module path of the log call, if known.
@@ -637,7 +670,14 @@ impl Record {
     }
 
     /// A rough size of the record in bytes (message plus key-values plus the
-    /// fixed part), used for byte-bounded queues.
+    /// fixed part), used for byte-bounded queues. A deferred message counts
+    /// as the longest its arguments can make it (per type and spec: 21
+    /// bytes for a `u64`'s `{}`, its width if wider; a float's `{}` from
+    /// its magnitude, at most 40 bytes from 1e-20 to 1e20), whether it was
+    /// formatted yet or not, so the size never changes and is never less
+    /// than the formatted message. Not counted, on either path: a buffer's
+    /// capacity beyond its length, and a deferred message's copies of its
+    /// arguments (32 bytes each) and their box.
     #[must_use]
     pub fn approx_size(&self) -> usize {
         let kv: usize = self
@@ -652,7 +692,11 @@ impl Record {
                     }
             })
             .sum();
-        std::mem::size_of::<Record>() + self.message.len() + kv
+        let message = self
+            .deferred
+            .approx_len()
+            .unwrap_or_else(|| self.message.len());
+        std::mem::size_of::<Record>() + message + kv
     }
 
     /// A copy of this record with extra key-values appended (used for

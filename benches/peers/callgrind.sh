@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Where the instructions go, per phase: runs one peer logger under
 # callgrind and sums the exclusive instruction counts by phase. By default it
-# collects only inside logbus's `log` (the caller's path, formatting
-# included; the worker is not counted); SIDE=worker counts the worker thread
-# instead (drain, settle, render, write), per record. Deterministic, so it
-# compares two commits where wall-clock timings on a shared machine cannot.
+# collects only inside logbus's entry points (the caller's path, formatting
+# included; the worker is not counted): `log` for `log::info!`,
+# `__private::log_deferred` for `logbus::info!` (logbus-macro). SIDE=worker
+# counts the worker thread instead (drain, settle, render, write), per
+# record. Deterministic, so it compares two commits where wall-clock timings
+# on a shared machine cannot.
 #
 #   benches/peers/callgrind.sh [LOGGER] [RECORDS]   (defaults: logbus-block, 200000)
 #   SIDE=worker benches/peers/callgrind.sh          (the worker thread's instructions)
 #   BIN=path/to/logbus-peers benches/peers/callgrind.sh   (another build, e.g. a base's)
+#   SCOPE=call benches/peers/callgrind.sh logbus-macro   (the whole call: the
+#       call site's own code and the `log` crate's part too, through the
+#       harness's `call_log`/`call_macro`; logbus loggers only)
 #
 # Needs valgrind (apt-get install valgrind) and python3.
 set -euo pipefail
@@ -25,13 +30,22 @@ else
   bin="$CARGO_TARGET_DIR/release/logbus-peers"
 fi
 
+# Each entry point toggles collection on and off: they must not nest.
+case "${SCOPE:-backend}" in
+  backend) toggles=(
+    "--toggle-collect=logbus::log_backend::<impl logbus::broker::BrokerShared>::log"
+    "--toggle-collect=logbus::__private::log_deferred"
+  ) ;;
+  call) toggles=("--toggle-collect=logbus_peers::call_log" "--toggle-collect=logbus_peers::call_macro") ;;
+  *) echo "SCOPE is backend or call" >&2; exit 2 ;;
+esac
+
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 side="${SIDE:-caller}"
 case "$side" in
   caller)
-    valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
-      "--toggle-collect=logbus::log_backend::<impl logbus::broker::BrokerShared>::log" \
+    valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "${toggles[@]}" \
       "$bin" --logger "$logger" --threads 1 --records "$records" --out "$work/out" >/dev/null 2>"$work/valgrind.txt"
     profile="$work/cg.out"
     ;;
@@ -51,16 +65,19 @@ python3 - "$work/flat.txt" "$records" "$side" <<'PY'
 import re, sys
 path, records, side = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 caller_phases = [
+    ("the call site (level check, arguments, format_args!)", r"logbus_peers::call_"),
+    ("the log crate (its Record, the logger's dispatch)", r"^log::|as log::Log>"),
     ("format: core::fmt and the arguments' Display", r"core::fmt|pad_integral"),
     ("format: the size-bounded writer and copies", r"Bounded as core::fmt::Write|memmove|memcpy"),
     ("route cache (view, lookup, hash)", r"route::|hashbrown"),
-    ("record fill (recycled record, location, thread, key-values)", r"producer::|log_backend::fill"),
+    ("record fill (recycled record, location, thread, key-values)", r"producer::|log_backend::fill|deferred::"),
     ("clock (SystemTime::now)", r"SystemTime|Timespec|clock_gettime"),
     ("gate (enter, fence, leave) and waker", r"PublishGate|gate::|waker|Waker"),
     ("queue push (lane, budget, overflow)", r"queue::|lane::|budget|LaneEnd"),
     ("choosing subscriptions", r"Chosen"),
 ]
 worker_phases = [
+    ("format: a deferred message (logbus-macro)", r"deferred::|core::fmt|pad_integral|OnceLock|Once::"),
     ("render: the timestamp", r"timestamp::|duration_since|sub_timespec"),
     ("render: escaping", r"escape::"),
     ("render: the layout's pieces", r"layout::|format::text"),

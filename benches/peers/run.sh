@@ -3,6 +3,8 @@
 # process, in alternating rounds; writes the medians to RESULTS.md.
 #
 #   benches/peers/run.sh [ROUNDS] [RECORDS]      (defaults: 3, 1000000)
+#   LOGGERS="floor-format logbus-block logbus-macro" benches/peers/run.sh 3 1000000
+#       (some loggers only: the table is printed, RESULTS.md left alone)
 #
 # Needs cargo and python3. Builds the release binary once. report.py turns
 # results-raw.txt into RESULTS.md (it can be re-run alone).
@@ -21,10 +23,16 @@ loggers=(
   floor-format floor-bufwriter logbus logbus-block tracing-lossy tracing-blocking
   slog-async spdlog-async ftlog fast_log flexi_logger-async log4rs fern
 )
+results="$here/RESULTS.md"
+raw="$here/results-raw.txt"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-raw="$here/results-raw.txt"
+if [ -n "${LOGGERS:-}" ]; then
+  read -r -a loggers <<<"$LOGGERS"
+  results="$work/RESULTS.md"
+  raw="$work/results-raw.txt"
+fi
 : >"$raw"
 
 for round in $(seq 1 "$rounds"); do
@@ -48,4 +56,4 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 
-python3 "$here/report.py" "$raw" "$here/RESULTS.md" "$rounds" "$records"
+python3 "$here/report.py" "$raw" "$results" "$rounds" "$records"

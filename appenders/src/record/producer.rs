@@ -11,6 +11,7 @@
 use std::borrow::Cow;
 use std::sync::atomic::AtomicUsize;
 
+pub use super::deferred::{parse, pieces, Arg, Piece, Plan, Template};
 pub use super::time::Stamp;
 use super::{Record, ThreadInfo, Topic, Value};
 
@@ -41,9 +42,11 @@ pub fn new_record(topic: Topic, seq: u64, stamp: Stamp) -> Record {
 
 /// Turns `record` into a new, empty one on `topic` made at `stamp` (no
 /// message, location, thread or key-values), keeping its allocations (the
-/// message buffer and the key-value vector) for reuse.
+/// message buffer, a deferred message's, and the key-value vector) for
+/// reuse.
 #[inline]
 pub fn recycle(record: &mut Record, topic: Topic, seq: u64, stamp: Stamp) {
+    record.deferred.clear();
     if let Cow::Owned(mut text) = std::mem::replace(&mut record.message, Cow::Borrowed("")) {
         if text.capacity() <= MAX_SPARE_CAPACITY && text.capacity() > record.spare.capacity() {
             text.clear();
@@ -77,8 +80,16 @@ pub fn set_seq(record: &mut Record, seq: u64) {
 /// 4 KiB). logbus' journal counts lengths, so what it keeps must not hold
 /// more. A fresh exact buffer replaces a large one, which is freed whole
 /// (shrinking in place leaves holes too small for the next large one).
+///
+/// A deferred message is formatted here (on the caller's thread: the
+/// journal counts what it holds before holding it) and becomes the
+/// message; its box and argument slots stay, inactive, for the record's
+/// next life.
 pub fn fit_for_retention(record: &mut Record) {
     record.spare = String::new();
+    if let Some(text) = record.deferred.take_formatted() {
+        record.message = Cow::Owned(text);
+    }
     if let Cow::Owned(text) = &mut record.message {
         if text.capacity() > 2 * text.len() + 64 {
             *text = text.as_str().to_owned();
@@ -112,6 +123,7 @@ pub fn held_bytes(record: &Record) -> usize {
     // The `Arc`'s two counts and the record.
     let mut bytes = alloc(2 * std::mem::size_of::<usize>() + std::mem::size_of::<Record>());
     bytes += cow(&record.message) + alloc(record.spare.capacity());
+    bytes += record.deferred.held_bytes(alloc);
     bytes += record.module_path.as_ref().map_or(0, cow) + record.file.as_ref().map_or(0, cow);
     bytes += alloc(record.kv.capacity() * std::mem::size_of::<(Cow<'static, str>, Value)>());
     for (key, value) in &record.kv {
@@ -128,6 +140,7 @@ pub fn held_bytes(record: &Record) -> usize {
 /// Sets a literal message (not copied).
 #[inline]
 pub fn set_message_literal(record: &mut Record, message: &'static str) {
+    record.deferred.clear();
     if let Cow::Owned(text) = std::mem::replace(&mut record.message, Cow::Borrowed(message)) {
         if text.capacity() <= MAX_SPARE_CAPACITY && text.capacity() > record.spare.capacity() {
             record.spare = text;
@@ -135,10 +148,32 @@ pub fn set_message_literal(record: &mut Record, message: &'static str) {
     }
 }
 
+/// Sets a message formatted when first read (`deferred.rs`): `template`,
+/// which its plan found deferrable, with copies of `args`. Allocates only
+/// the first time a record carries one; then the buffers are reused.
+#[inline]
+pub fn set_message_deferred(record: &mut Record, template: &'static Template, args: &[Arg]) {
+    set_message_literal(record, "");
+    record.deferred.set(template, args, &mut record.spare);
+}
+
+/// Whether the record's message is deferred (formatted or not yet).
+#[must_use]
+pub fn is_deferred(record: &Record) -> bool {
+    record.deferred.is_active()
+}
+
+/// Whether the record's message is deferred and was formatted (read).
+#[must_use]
+pub fn is_formatted(record: &Record) -> bool {
+    record.deferred.is_formatted()
+}
+
 /// An empty buffer that becomes the message: write the formatted message
 /// into it. Reuses the capacity of earlier messages.
 #[inline]
 pub fn message_buffer(record: &mut Record) -> &mut String {
+    record.deferred.clear();
     if let Cow::Borrowed(_) = record.message {
         record.message = Cow::Owned(std::mem::take(&mut record.spare));
     }
@@ -223,6 +258,15 @@ mod tests {
     use super::*;
     use crate::record::Level;
 
+    /// A template as the macros make one, in `const`s.
+    macro_rules! template {
+        ($format:literal, $args:literal) => {{
+            const PIECES: [Piece; pieces($format)] = parse($format);
+            const TEMPLATE: Template = Template::new($format, &PIECES, $args);
+            &TEMPLATE
+        }};
+    }
+
     #[test]
     fn a_recycled_record_is_new_but_keeps_its_buffers() {
         let mut record = Record::builder(Topic::new(Level::Info, "app"))
@@ -248,5 +292,63 @@ mod tests {
         assert!(matches!(record.message_cow(), Cow::Borrowed("literal")));
         // The formatted message's buffer was kept for the next one.
         assert!(message_buffer(&mut record).capacity() >= 5);
+    }
+
+    #[test]
+    fn a_deferred_message_is_formatted_once_read_and_its_buffers_are_reused() {
+        let mut record = Record::builder(Topic::new(Level::Info, "app")).build();
+        set_message_deferred(
+            &mut record,
+            template!("{} of {:>4}", 2),
+            &[Arg::U64(1), Arg::F64(2.5)],
+        );
+        assert!(is_deferred(&record) && !is_formatted(&record));
+        let size = record.approx_size();
+        assert_eq!(record.message(), "1 of  2.5");
+        assert!(is_formatted(&record));
+        assert_eq!(record.approx_size(), size, "stable across formatting");
+        assert!(format!("{record:?}").contains("message: \"1 of  2.5\""));
+        let copy = record.clone();
+        assert_eq!((copy.message(), is_deferred(&copy)), ("1 of  2.5", true));
+
+        recycle(
+            &mut record,
+            Topic::new(Level::Warn, "db"),
+            9,
+            Stamp::Wall(SystemTime::now()),
+        );
+        assert!(!is_deferred(&record));
+        assert_eq!(record.message(), "");
+        let held = held_bytes(&record);
+        set_message_deferred(&mut record, template!("{}", 1), &[Arg::Bool(true)]);
+        assert_eq!(record.message(), "true");
+        assert_eq!(
+            held_bytes(&record),
+            held,
+            "the same buffers, formatted again"
+        );
+
+        // A message written over a deferred one replaces it.
+        message_buffer(&mut record).push_str("plain");
+        assert_eq!((record.message(), is_deferred(&record)), ("plain", false));
+
+        // Retained: formatted into the message, nothing deferred left but
+        // the box, inactive; what it holds does not change while kept.
+        set_message_deferred(&mut record, template!("{:?}", 1), &[Arg::Char('"')]);
+        fit_for_retention(&mut record);
+        let held = held_bytes(&record);
+        assert_eq!((record.message(), is_deferred(&record)), ("'\"'", false));
+        assert_eq!(held_bytes(&record), held, "reading it changes nothing");
+        // Let go of and reused for another: the same box and buffers.
+        recycle(
+            &mut record,
+            Topic::new(Level::Info, "app"),
+            10,
+            Stamp::Wall(SystemTime::now()),
+        );
+        set_message_deferred(&mut record, template!("{:?}", 1), &[Arg::Char('x')]);
+        fit_for_retention(&mut record);
+        assert_eq!((record.message(), is_deferred(&record)), ("'x'", false));
+        assert_eq!(held_bytes(&record), held, "no new allocation");
     }
 }

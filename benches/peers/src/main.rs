@@ -40,6 +40,7 @@ const LOGGERS: &[&str] = &[
     "floor-bufwriter",
     "logbus",
     "logbus-block",
+    "logbus-macro",
     "logbus-journal",
     "logbus-redact",
     "logbus-3",
@@ -315,12 +316,33 @@ fn floor_bufwriter(a: &Args) -> Outcome {
     (lat, start, Instant::now())
 }
 
+/// How the workload's call is written: `log::info!`, or logbus's own
+/// `logbus::info!` (whose two integers are copied and formatted on the
+/// worker). Each is a function of its own, never inlined, so that
+/// `callgrind.sh` with `SCOPE=call` can count the whole call.
+#[derive(Clone, Copy, PartialEq)]
+enum Call {
+    Log,
+    Macro,
+}
+
+#[inline(never)]
+fn call_log(i: u64) {
+    log::info!(target: TARGET, "request {} served in {} us", i, i % 1000);
+}
+
+#[inline(never)]
+fn call_macro(i: u64) {
+    logbus::info!(target: TARGET, "request {} served in {} us", i, i % 1000);
+}
+
 /// logbus with its file appender; `block`: the `Block` policy; `journal`:
 /// with the default journal on (every record also kept there); `redact`:
 /// with `Redaction::common()` and a message rewrite that looks for a
 /// secret (and finds none); `files`: that many file appenders, each taking
-/// every record (what an extra matching appender costs the caller).
-fn logbus(a: &Args, block: bool, journal: bool, redact: bool, files: usize) -> Outcome {
+/// every record (what an extra matching appender costs the caller); `call`:
+/// which macro logs.
+fn logbus(a: &Args, block: bool, journal: bool, redact: bool, files: usize, call: Call) -> Outcome {
     use logbus::appenders::{FileAppender, Layout};
     use logbus::{Journal, OverflowPolicy, Redaction, Subscription};
     let mut builder = logbus::builder();
@@ -345,9 +367,10 @@ fn logbus(a: &Args, block: bool, journal: bool, redact: bool, files: usize) -> O
         );
     }
     let guard = builder.install().expect("install");
-    let (lat, start) = drive(a.threads, a.records, |i| {
-        log::info!(target: TARGET, "request {} served in {} us", i, i % 1000);
-    });
+    let (lat, start) = match call {
+        Call::Log => drive(a.threads, a.records, call_log),
+        Call::Macro => drive(a.threads, a.records, call_macro),
+    };
     let report = guard.shutdown();
     let end = Instant::now();
     eprintln!(
@@ -639,11 +662,13 @@ fn main() {
     let (mut lat, start, end) = match args.logger.as_str() {
         "floor-format" => floor_format(&args),
         "floor-bufwriter" => floor_bufwriter(&args),
-        "logbus" => logbus(&args, false, false, false, 1),
-        "logbus-block" => logbus(&args, true, false, false, 1),
-        "logbus-journal" => logbus(&args, false, true, false, 1),
-        "logbus-redact" => logbus(&args, false, false, true, 1),
-        "logbus-3" => logbus(&args, false, false, false, 3),
+        "logbus" => logbus(&args, false, false, false, 1, Call::Log),
+        "logbus-block" => logbus(&args, true, false, false, 1, Call::Log),
+        // As logbus-block, through `logbus::info!`.
+        "logbus-macro" => logbus(&args, true, false, false, 1, Call::Macro),
+        "logbus-journal" => logbus(&args, false, true, false, 1, Call::Log),
+        "logbus-redact" => logbus(&args, false, false, true, 1, Call::Log),
+        "logbus-3" => logbus(&args, false, false, false, 3, Call::Log),
         "tracing-lossy" => tracing(&args, true),
         "tracing-blocking" => tracing(&args, false),
         "slog-async" => slog_async(&args),

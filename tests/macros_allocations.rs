@@ -1,0 +1,187 @@
+//! A deferred call (`logbus::info!`) allocates nothing on the caller's
+//! thread once warm, also when the journal keeps its records (which makes
+//! the caller format the message: the journal counts what it holds). Alone
+//! in its test binary: a `#[global_allocator]` is the whole binary's. The
+//! count is of the calling thread's allocations only (a thread-local flag),
+//! so the workers' do not blur it, and nothing in it depends on timing:
+//! after each batch the test flushes (not counted), so every record the
+//! journal lets go of has been written and can be reused.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+
+use logbus::{AppendError, Appender, Broker, Journal, LevelFilter, Record, Subscription};
+
+/// The system allocator, counting the allocations (and reallocations) made
+/// on a thread while its flag is set.
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// Const-initialised and without a destructor: reading it from inside
+    /// the allocator allocates nothing.
+    static COUNTED: Cell<bool> = const { Cell::new(false) };
+}
+
+fn count() {
+    if COUNTED.try_with(Cell::get).unwrap_or(false) {
+        // Relaxed: a counter read after the counted thread's own calls.
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments,
+// so `System`'s guarantees are this allocator's; counting allocates nothing.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System` with `layout` (every method
+        // above allocates there).
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        // SAFETY: as for `dealloc`, and the caller upholds `realloc`'s
+        // contract for `new_size`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// How many allocations the calling thread makes in `f`.
+fn allocations(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    COUNTED.with(|counted| counted.set(true));
+    f();
+    COUNTED.with(|counted| counted.set(false));
+    ALLOCATIONS.load(Ordering::Relaxed) - before
+}
+
+/// Reads each record's message (formatting it, when nobody did), keeps
+/// nothing: its records go back for reuse. Its first `append` waits for
+/// the test's word (`Gate`), so that a burst queues whole.
+struct Reader {
+    read: usize,
+    entered: Option<mpsc::Sender<()>>,
+    release: mpsc::Receiver<()>,
+}
+
+/// The test's side of a [`Reader`].
+struct Gate {
+    entered: mpsc::Receiver<()>,
+    release: mpsc::Sender<()>,
+}
+
+fn reader() -> (Reader, Gate) {
+    let (entered_tx, entered) = mpsc::channel();
+    let (release, release_rx) = mpsc::channel();
+    let reader = Reader {
+        read: 0,
+        entered: Some(entered_tx),
+        release: release_rx,
+    };
+    (reader, Gate { entered, release })
+}
+
+impl Appender for Reader {
+    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
+        if let Some(entered) = self.entered.take() {
+            let _ = entered.send(());
+            // Ok or disconnected: either way, go on.
+            let _ = self.release.recv();
+        }
+        self.read += record.message().len();
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), AppendError> {
+        Ok(())
+    }
+}
+
+/// Logs `batches` batches of 100 deferred calls, flushing after each (the
+/// flush not counted), and returns the calling thread's allocations
+/// during the calls.
+fn log_batches(broker: &Broker, batches: u64) -> u64 {
+    let mut total = 0;
+    for batch in 0..batches {
+        total += allocations(|| {
+            for i in batch * 100..(batch + 1) * 100 {
+                logbus::info!(logger: broker, target: "app::http", "request {} served in {} us", i, i % 1000);
+            }
+        });
+        broker.flush().unwrap();
+    }
+    total
+}
+
+/// Records the warm-up burst queues while the worker waits: all are new
+/// (nothing has been handed back yet), and afterwards they go round, far
+/// more than a batch of 100 needs even with the worker's part-filled
+/// hand-back batch (up to 63) away; fewer than a lane's first ring (1,024
+/// slots), which so never grows. With a warm-up that let the worker keep
+/// pace, how many records go round would depend on timing, and a slow
+/// moment of the worker later would make the caller allocate new ones.
+const BURST: u64 = 900;
+
+#[test]
+fn a_warm_deferred_call_allocates_nothing_on_the_caller_with_or_without_a_journal() {
+    common::enable_all_levels();
+    // Without a journal, the worker formats; with one, the caller formats
+    // (for the journal, or earlier for a predicate that reads the message).
+    for (journal, predicate) in [(false, false), (true, false), (true, true)] {
+        let (reader, gate) = reader();
+        let mut subscription = Subscription::builder("reader", reader).level(LevelFilter::Trace);
+        if predicate {
+            subscription = subscription.filter(|r: &Record| r.message().starts_with("request"));
+        }
+        let mut builder = logbus::builder().appender(subscription);
+        if journal {
+            builder = builder.journal(Journal::new());
+        }
+        let broker = builder.build().unwrap();
+        logbus::info!(logger: &broker, target: "app::http", "request {} served", 0);
+        gate.entered.recv().unwrap();
+        for i in 0..BURST {
+            logbus::info!(logger: &broker, target: "app::http", "request {} served in {} us", i, i % 1000);
+        }
+        gate.release.send(()).unwrap();
+        broker.flush().unwrap();
+        // Then past the journal's default 10,000 records, so that it lets
+        // go of one record per append, and the caller reuses those.
+        let warm_up = log_batches(&broker, 100);
+        let measured = log_batches(&broker, 200);
+        println!(
+            "journal {journal}, predicate {predicate}: {warm_up} allocations in 10,000 \
+             warm-up calls after the burst, {measured} in the next 20,000"
+        );
+        assert_eq!(
+            measured, 0,
+            "journal {journal}, predicate {predicate}: allocations on the caller in 20,000 \
+             deferred calls"
+        );
+        if journal {
+            let stats = broker.journal().unwrap().stats();
+            assert_eq!(stats.released + stats.records as u64, 1 + BURST + 30_000);
+        }
+    }
+}
