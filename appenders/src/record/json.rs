@@ -1,0 +1,210 @@
+//! [`Json`]: valid, compact JSON text, the payload of [`Value::Json`], and
+//! the error of reading it.
+
+use std::fmt;
+
+#[cfg(doc)]
+use super::Value;
+
+/// Valid, compact JSON text (no whitespace between tokens, so never more
+/// than one line), the payload of [`Value::Json`].
+///
+/// It can only be made valid: [`Json::parse`] and [`Json::from_serialize`]
+/// both read the text strictly (as `serde_json::from_str::<serde_json::Value>`
+/// would: every string decoded, so a lone surrogate escape such as
+/// `"\ud800"` is refused, every number in `f64`'s range) and keep it
+/// without the whitespace between tokens; so an appender can write it into
+/// a JSON document as it is, and a strict reader reads it back.
+///
+/// # Examples
+///
+/// ```
+/// use logbus_appenders::{Json, Value};
+///
+/// let json = Json::parse("[1, 2, {\"a\": \"b c\"}]")?;
+/// assert_eq!(json.as_str(), r#"[1,2,{"a":"b c"}]"#);
+/// assert_eq!(Value::from(json).to_string(), r#"[1,2,{"a":"b c"}]"#);
+///
+/// let err = Json::parse("[1, 2").unwrap_err();
+/// assert_eq!((err.line(), err.column()), (1, 5));
+/// assert_eq!(err.to_string(), "invalid JSON at line 1, column 5");
+/// assert!(Json::parse(r#"{"a":"\ud800"}"#).is_err());
+///
+/// let from_vec = Json::from_serialize(&vec![1, 2, 3])?;
+/// assert_eq!(from_vec.as_str(), "[1,2,3]");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Json(Box<str>);
+
+impl Json {
+    /// Checks that `text` is one JSON value, read strictly (see [`Json`]),
+    /// and keeps it without the whitespace between tokens.
+    ///
+    /// # Errors
+    ///
+    /// [`JsonValueError`] with the line and column where `text` stops being
+    /// JSON (nothing, trailing text, a syntax error, a lone surrogate
+    /// escape, a number out of range).
+    pub fn parse(text: &str) -> Result<Json, JsonValueError> {
+        Json::checked(text.to_owned())
+    }
+
+    /// Serialises `value` with serde_json, then checks and compacts the
+    /// text as [`Json::parse`] does: serde_json writes a `RawValue` (its
+    /// `raw_value` feature) as it is, whitespace and all, or not JSON at all.
+    ///
+    /// # Errors
+    ///
+    /// [`JsonValueError`] when `value` cannot be written as JSON: its
+    /// `Serialize` implementation failed, or a map has keys that are not
+    /// strings (`line` and `column` are then 0); or what serde_json wrote is
+    /// not JSON (a `RawValue` holding anything but one JSON value; `line`
+    /// and `column` are then where that text stops being JSON).
+    pub fn from_serialize<T: serde::Serialize + ?Sized>(value: &T) -> Result<Json, JsonValueError> {
+        let text = serde_json::to_string(value).map_err(|error| JsonValueError { error })?;
+        Json::checked(text)
+    }
+
+    /// `text` if it is one JSON value read strictly, compacted in place
+    /// (also the producer's capture, for what serde_json wrote).
+    pub(crate) fn checked(mut text: String) -> Result<Json, JsonValueError> {
+        serde_json::from_str::<Strict>(&text).map_err(|error| JsonValueError { error })?;
+        compact(&mut text);
+        Ok(Json(text.into_boxed_str()))
+    }
+
+    /// The JSON text.
+    #[must_use]
+    #[inline]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Json {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Any JSON value, read strictly and thrown away: unlike
+/// `serde::de::IgnoredAny`, which skips a string's escapes without decoding
+/// them, it has serde_json decode every string and key (so a lone surrogate
+/// escape is an error) and read every number.
+struct Strict;
+
+impl<'de> serde::Deserialize<'de> for Strict {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Strict, D::Error> {
+        deserializer.deserialize_any(Strict)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Strict {
+    type Value = Strict;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Strict, A::Error> {
+        while seq.next_element::<Strict>()?.is_some() {}
+        Ok(Strict)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
+        while map.next_entry::<Strict, Strict>()?.is_some() {}
+        Ok(Strict)
+    }
+}
+
+/// `text`, valid JSON, without the whitespace outside strings.
+fn compact(text: &mut String) {
+    let mut in_string = false;
+    let mut escaped = false;
+    text.retain(|c| {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+            true
+        } else if matches!(c, ' ' | '\t' | '\n' | '\r') {
+            false
+        } else {
+            in_string = c == '"';
+            true
+        }
+    });
+}
+
+/// Why [`Json::parse`] or [`Json::from_serialize`] refused its input.
+#[derive(Debug)]
+pub struct JsonValueError {
+    error: serde_json::Error,
+}
+
+impl JsonValueError {
+    /// The line (from 1) where the text (given to [`Json::parse`], or
+    /// written by serde_json for [`Json::from_serialize`]) stops being
+    /// JSON; 0 for a value that could not be serialised.
+    #[must_use]
+    pub fn line(&self) -> usize {
+        self.error.line()
+    }
+
+    /// The column (from 1) where the text stops being JSON; 0 for a value
+    /// that could not be serialised.
+    #[must_use]
+    pub fn column(&self) -> usize {
+        self.error.column()
+    }
+}
+
+impl fmt::Display for JsonValueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.error.line() == 0 {
+            f.write_str("value cannot be written as JSON")
+        } else {
+            write!(
+                f,
+                "invalid JSON at line {}, column {}",
+                self.error.line(),
+                self.error.column()
+            )
+        }
+    }
+}
+
+impl std::error::Error for JsonValueError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
