@@ -12,6 +12,8 @@
 //!   and demotes the source when they do not. If the kernel does not trust
 //!   the counter, neither do we;
 //! - `rdtsc` is allowed (`prctl(PR_GET_TSC)`; a sandbox may make it fault);
+//! - `CLOCK_MONOTONIC` and `CLOCK_BOOTTIME` can be read (the rate comes from
+//!   them);
 //! - `LOGBUS_TSC` is not `off`, `0`, `false` or `no` (in any case).
 //!
 //! Otherwise a record is stamped with `SystemTime::now()`.
@@ -197,7 +199,7 @@ fn decide() -> u64 {
         opt_out.as_deref().and_then(|v| v.to_str()),
         invariant_counter(),
         clocksource.as_deref(),
-        rdtsc_allowed(),
+        rdtsc_allowed() && clocks_work(),
     ) {
         return WALL;
     }
@@ -255,6 +257,23 @@ fn rdtsc_allowed() -> bool {
     // points to a live `c_int`.
     let got = unsafe { libc::prctl(libc::PR_GET_TSC, &mut mode as *mut libc::c_int) };
     got == 0 && mode == libc::PR_TSC_ENABLE
+}
+
+/// Whether `CLOCK_MONOTONIC` and `CLOCK_BOOTTIME` can be read (a seccomp
+/// filter or an old kernel could refuse one): the conversion's rate comes
+/// from them, and `clock_nanos` does not look at its result again.
+fn clocks_work() -> bool {
+    [libc::CLOCK_MONOTONIC, libc::CLOCK_BOOTTIME]
+        .into_iter()
+        .all(|clock| {
+            let mut now = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: `clock_gettime` writes one `timespec` through the pointer,
+            // which points to a live one.
+            unsafe { libc::clock_gettime(clock, &mut now) == 0 }
+        })
 }
 
 /// The counter.
