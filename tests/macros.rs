@@ -57,6 +57,22 @@ impl Fixture {
         fresh
     }
 
+    /// [`fresh`](Fixture::fresh), each as its level, target, message and
+    /// whether it was deferred.
+    fn fresh_summaries(&self) -> Vec<(Level, String, String, bool)> {
+        self.fresh()
+            .iter()
+            .map(|r| {
+                (
+                    r.level(),
+                    r.target().to_owned(),
+                    r.message().to_owned(),
+                    is_deferred(r),
+                )
+            })
+            .collect()
+    }
+
     /// Checks the last two records (one by `logbus::`, one by `log::`, from
     /// the same source line): the same message and the same rendered line,
     /// and whether the first was deferred.
@@ -317,18 +333,7 @@ fn every_level_and_target_and_log_with_a_level() {
     let level = Level::Debug;
     logbus::log!(logger: b, level, "{}", n[8]);
     let here = module_path!();
-    let got: Vec<_> = fx
-        .fresh()
-        .iter()
-        .map(|r| {
-            (
-                r.level(),
-                r.target().to_owned(),
-                r.message().to_owned(),
-                is_deferred(r),
-            )
-        })
-        .collect();
+    let got = fx.fresh_summaries();
     let expected = [
         (Level::Error, here, "1"),
         (Level::Warn, "app::w", "2"),
@@ -534,18 +539,7 @@ fn the_callers_items_do_not_meet_the_expansions() {
     // Without `logger:` (no logbus installed in this binary: `log`'s path).
     logbus::info!(target: SITE, "{}", n);
     logbus::log!(target: PIECES, LEVEL, "{}", n);
-    let got: Vec<_> = fx
-        .fresh()
-        .iter()
-        .map(|r| {
-            (
-                r.level(),
-                r.target().to_owned(),
-                r.message().to_owned(),
-                is_deferred(r),
-            )
-        })
-        .collect();
+    let got = fx.fresh_summaries();
     let expected = [
         (Level::Info, SITE, "1"),
         (Level::Info, PIECES, "1 2"),
