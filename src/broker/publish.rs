@@ -415,11 +415,12 @@ impl Drop for PublishGate<'_, '_> {
     /// publisher's half of the wake-up protocol (`queue/waker.rs`).
     #[inline]
     fn drop(&mut self) {
+        let mut evicted = false;
         // Shared passes leave as they drop.
         if self.shared.take().is_none() {
             for &i in self.ids {
                 if let Some(lane) = &mut self.lanes[i as usize] {
-                    lane.leave();
+                    evicted |= lane.leave();
                 }
             }
         }
@@ -429,6 +430,11 @@ impl Drop for PublishGate<'_, '_> {
                 .queue
                 .waker
                 .wake_if_sleeping();
+        }
+        if evicted {
+            // Outside every gate, after the wake-ups: the worker we
+            // outpaced can have our core.
+            queue::cede();
         }
     }
 }

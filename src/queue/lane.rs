@@ -43,6 +43,7 @@ use logbus_appenders::Record;
 
 use super::budget::Budget;
 use super::gate::BusyFlag;
+use super::CEDE_EVERY;
 use crate::sync::{Arc, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, CacheLine, Ordering};
 
 /// Most records taken by one compare-and-swap (the pointers are read into a
@@ -131,6 +132,8 @@ impl Lane {
             peers_version: usize::MAX,
             pushed_since_move: 0,
             retired: Vec::new(),
+            evicted: false,
+            evicting_calls: 0,
         };
         (lane, producer)
     }
@@ -328,6 +331,10 @@ pub(crate) struct LaneProducer {
     /// their busy flags stay set until it leaves, so that a remover that
     /// saw only an old lane still waits for the push into the new one.
     retired: Vec<Arc<Lane>>,
+    /// Whether a push inside the current gate evicted a record to make
+    /// room, and how many gates' pushes did (see `queue::cede`).
+    evicted: bool,
+    evicting_calls: u32,
 }
 
 impl LaneProducer {
@@ -409,8 +416,11 @@ impl LaneProducer {
     }
 
     /// Leaves the gate: clears the busy flags of the current lane and of
-    /// the lanes replaced inside it (`gate.rs`).
-    pub(crate) fn leave(&mut self) {
+    /// the lanes replaced inside it (`gate.rs`). Returns whether the
+    /// publisher should cede its core (`queue::cede`): a push inside the
+    /// gate evicted a record, and it is the first such log call or a
+    /// multiple of [`CEDE_EVERY`] after it.
+    pub(crate) fn leave(&mut self) -> bool {
         self.lane.busy.leave();
         // Almost always empty (a lane replaced inside this gate): the check
         // spares the caller's path a `Drain`'s setup and drop (about 40
@@ -420,12 +430,19 @@ impl LaneProducer {
                 old.busy.leave();
             }
         }
+        if !std::mem::take(&mut self.evicted) {
+            return false;
+        }
+        let cede = self.evicting_calls % CEDE_EVERY == 0;
+        self.evicting_calls = self.evicting_calls.wrapping_add(1);
+        cede
     }
 
     /// Takes over the place of a record this producer evicted from another
     /// lane (or from its own with [`Lane::evict_head_below`]).
     pub(crate) fn adopt_place(&mut self) {
         self.places += 1;
+        self.evicted = true;
     }
 
     /// This producer's gate flag (see `gate.rs`).
