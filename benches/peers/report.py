@@ -15,6 +15,11 @@ def med(runs, field, cast=float):
     vals = [cast(r[field]) for r in runs if r[field] != "nan"]
     return statistics.median(vals) if vals else float("nan")
 
+def opt(runs, field):
+    """The median of a field older harness builds (a base in ab.sh) lack: nan then."""
+    vals = [float(r[field]) for r in runs if r.get(field, "nan") != "nan"]
+    return statistics.median(vals) if vals else float("nan")
+
 def sh(cmd):
     try:
         return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
@@ -36,9 +41,10 @@ w(f"- Timer overhead (median empty `Instant::now()`/`elapsed()` pair, included i
 w("- Caller latency percentiles are from the 1-thread runs; `rec/s` counts from the first call until the "
   "logger's flush/shutdown returned with every line written; `lines` = workload lines in the files / records "
   "logged (1-thread runs; 4-thread in parentheses when different; [min-max over the rounds] when they differ by more than 0.01); RSS = peak (VmHWM) per process, "
-  "including the harness's 4 MB of latency samples.\n")
-w("| logger | p50 ns | p99 ns | p99.9 ns | max ns | rec/s 1t | rec/s 4t | p50 4t ns | lines 1t (4t) | peak RSS 1t / 4t MB |")
-w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+  "including the harness's 4 MB of latency samples; `allocs/call` = heap allocations on the calling threads "
+  "inside the timed calls, per call (the logger's own threads not counted).\n")
+w("| logger | p50 ns | mean ns | p99 ns | p99.9 ns | max ns | rec/s 1t | rec/s 4t | p50 4t ns | lines 1t (4t) | allocs/call 1t (4t) | peak RSS 1t / 4t MB |")
+w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for key in order:
     one, four = rows[key].get(1, []), rows[key].get(4, [])
     if not one:
@@ -51,9 +57,12 @@ for key in order:
     ratio = "n/a" if r1 != r1 else f"{r1:.3f}{spread(one)}"
     if four and r4 == r4 and abs(r4 - r1) > 0.0005:
         ratio += f" ({r4:.3f}{spread(four)})"
-    w(f"| {key} | {med(one,'p50'):.0f} | {med(one,'p99'):.0f} | {med(one,'p999'):.0f} | {med(one,'max'):,.0f} | "
+    allocs = f"{opt(one,'allocs'):.3f}"
+    if four:
+        allocs += f" ({opt(four,'allocs'):.3f})"
+    w(f"| {key} | {med(one,'p50'):.0f} | {opt(one,'mean'):.0f} | {med(one,'p99'):.0f} | {med(one,'p999'):.0f} | {med(one,'max'):,.0f} | "
       f"{med(one,'rate')/1e6:.2f} M | {(med(four,'rate')/1e6 if four else float('nan')):.2f} M | "
-      f"{(med(four,'p50') if four else float('nan')):.0f} | {ratio} | {med(one,'rss_kb')/1024:.1f} / {(med(four,'rss_kb')/1024 if four else float('nan')):.1f} |")
+      f"{(med(four,'p50') if four else float('nan')):.0f} | {ratio} | {allocs} | {med(one,'rss_kb')/1024:.1f} / {(med(four,'rss_kb')/1024 if four else float('nan')):.1f} |")
 w("")
 w("Raw runs (one `RESULT` line per process) are in `results-raw.txt`.")
 open(out, "w").write("\n".join(lines) + "\n")

@@ -18,17 +18,24 @@
 //! - `lines`, `ratio`: lines of the workload found in the files under `DIR`,
 //!   and that divided by the records logged (1.0 = nothing lost);
 //! - `rss_kb`: peak resident set (`VmHWM`), which includes the 4 bytes per
-//!   record this harness keeps for the latencies.
+//!   record this harness keeps for the latencies;
+//! - `mean`: mean caller latency per call, ns;
+//! - `allocs`: heap allocations (and reallocations) made on the calling
+//!   threads inside the timed calls, per call; a logger's own threads are
+//!   not counted (a counting `#[global_allocator]` with a thread-local
+//!   flag, set only around each call).
 //!
 //! Loggers that take a user format function get the same cached-second
 //! timestamp writer the floors use (`write_ts`), so that they are compared on
 //! their machinery and not on how fast chrono formats a date.
 
-use std::cell::RefCell;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::{Cell, RefCell};
 use std::fs::File;
 use std::hint::black_box;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -160,6 +167,59 @@ fn ts_string() -> String {
 }
 
 // ---------------------------------------------------------------------------
+// Counting the callers' allocations.
+
+/// The system allocator, counting the allocations made on a thread while
+/// its flag is set.
+struct Counting;
+
+thread_local! {
+    /// Const-initialised, without destructors: reading them inside the
+    /// allocator allocates nothing.
+    static COUNTED: Cell<bool> = const { Cell::new(false) };
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Every calling thread's count, added when the thread is done.
+static CALLER_ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+fn count() {
+    if COUNTED.try_with(Cell::get).unwrap_or(false) {
+        let _ = ALLOCS.try_with(|n| n.set(n.get() + 1));
+    }
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments;
+// counting allocates nothing.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System` with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        // SAFETY: as for `dealloc`; the caller upholds `realloc`'s contract.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+// ---------------------------------------------------------------------------
 // The workload.
 
 /// Runs `log` for `records` values of `i` split among `threads`, timing each
@@ -179,10 +239,13 @@ fn drive<F: Fn(u64) + Sync>(threads: usize, records: u64, log: F) -> (Vec<u32>, 
                         let mut i = t;
                         while i < records {
                             let t0 = Instant::now();
+                            COUNTED.set(true);
                             log(i);
+                            COUNTED.set(false);
                             lat.push(t0.elapsed().as_nanos().min(u128::from(u32::MAX)) as u32);
                             i += threads as u64;
                         }
+                        CALLER_ALLOCS.fetch_add(ALLOCS.get(), Ordering::Relaxed);
                         lat
                     })
                     .expect("spawn producer")
@@ -347,7 +410,11 @@ fn logbus(a: &Args, block: bool, journal: bool, redact: bool, files: usize, call
     use logbus::{Journal, OverflowPolicy, Redaction, Subscription};
     let mut builder = logbus::builder();
     for n in 0..files {
-        let name = if n == 0 { "logbus.log".to_owned() } else { format!("logbus-{n}.log") };
+        let name = if n == 0 {
+            "logbus.log".to_owned()
+        } else {
+            format!("logbus-{n}.log")
+        };
         let file = FileAppender::builder(a.out.join(name))
             .layout(Layout::parse("{ts} {level} {target}: {msg}{kv}").expect("layout"))
             .build()
@@ -363,7 +430,8 @@ fn logbus(a: &Args, block: bool, journal: bool, redact: bool, files: usize, call
     }
     if redact {
         builder = builder.redact(
-            Redaction::common().message(|m| m.contains("hunter2").then(|| m.replace("hunter2", "***"))),
+            Redaction::common()
+                .message(|m| m.contains("hunter2").then(|| m.replace("hunter2", "***"))),
         );
     }
     let guard = builder.install().expect("install");
@@ -682,6 +750,8 @@ fn main() {
     };
     let rss_kb = vm_hwm_kb();
     let secs = (end - start).as_secs_f64();
+    let mean = lat.iter().map(|&l| u64::from(l)).sum::<u64>() as f64 / lat.len().max(1) as f64;
+    let allocs = CALLER_ALLOCS.load(Ordering::Relaxed) as f64 / args.records as f64;
     lat.sort_unstable();
     let lines = count_lines(&args.out);
     let ratio = if args.logger == "floor-format" {
@@ -690,7 +760,7 @@ fn main() {
         lines as f64 / args.records as f64
     };
     println!(
-        "RESULT logger={} threads={} records={} timer_ns={} p50={} p99={} p999={} max={} secs={:.4} rate={:.0} lines={} ratio={:.4} rss_kb={}",
+        "RESULT logger={} threads={} records={} timer_ns={} p50={} p99={} p999={} max={} secs={:.4} rate={:.0} lines={} ratio={:.4} rss_kb={} mean={:.1} allocs={:.4}",
         args.logger,
         args.threads,
         args.records,
@@ -703,6 +773,8 @@ fn main() {
         args.records as f64 / secs,
         lines,
         ratio,
-        rss_kb
+        rss_kb,
+        mean,
+        allocs
     );
 }
