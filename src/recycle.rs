@@ -29,13 +29,18 @@ use crate::sync::{Arc, Ordering};
 /// then takes a whole batch with one channel operation.
 pub(crate) const BATCH: usize = 64;
 
-/// Recycled records kept for reuse (about 1.1 MB at most). The queues'
-/// depth swings by thousands of records under a flood: with room for only
-/// 1,024, workers freed most of what they recycled while publishers, a
-/// moment later, allocated afresh (criterion `publish_single/appenders/3`:
-/// 3.2 M of 4.7 M recycled records freed). With 4,096 that churn is gone
-/// and the 4-thread flood's peak RSS is lower, not higher.
-const POOL_RECORDS: usize = 4096;
+/// Recycled records kept for reuse: two default queues' worth (about
+/// 4.4 MB at most, of records that were queued anyway). The queues' depth
+/// swings by thousands of records under a flood, and every record the pool
+/// had no room for was freed by a worker and allocated afresh by a
+/// publisher a moment later. Counted on the calling threads by
+/// `benches/peers` (`allocs`, 4,000,000 calls): with room for 4,096,
+/// 562,000 allocations at 4 threads with `Block` and 1,006,400-1,362,800
+/// with three appenders; with 8,192, 16,800-52,400; with 16,384 about
+/// 18,000 in every case, the same for 1,000,000 calls: only the warm-up,
+/// none per record. Peak RSS at 1,000,000 calls did not grow (logbus-3 at
+/// 4 threads: 15.4 MB, against 16.9-19.0 with 4,096).
+const POOL_RECORDS: usize = 16_384;
 
 /// Most recycled records a publisher's stash keeps.
 const STASH_CAP: usize = 2 * BATCH;

@@ -1,11 +1,13 @@
-//! A deferred call (`logbus::info!`) allocates nothing on the caller's
-//! thread once warm, also when the journal keeps its records (which makes
-//! the caller format the message: the journal counts what it holds). Alone
-//! in its test binary: a `#[global_allocator]` is the whole binary's. The
-//! count is of the calling thread's allocations only (a thread-local flag),
-//! so the workers' do not blur it, and nothing in it depends on timing:
-//! after each batch the test flushes (not counted), so every record the
-//! journal lets go of has been written and can be reused.
+//! A warm log call allocates nothing on the caller's thread, through
+//! `log::info!` (the caller formats into a reused record) and through
+//! `logbus::info!` (deferred: the worker formats), also when the journal
+//! keeps its records (which makes the caller format the message: the
+//! journal counts what it holds). Alone in its test binary: a
+//! `#[global_allocator]` is the whole binary's. The count is of the calling
+//! thread's allocations only (a thread-local flag), so the workers' do not
+//! blur it, and nothing in it depends on timing: after each batch the test
+//! flushes (not counted), so every record the journal lets go of has been
+//! written and can be reused.
 
 mod common;
 
@@ -118,15 +120,35 @@ impl Appender for Reader {
     }
 }
 
-/// Logs `batches` batches of 100 deferred calls, flushing after each (the
-/// flush not counted), and returns the calling thread's allocations
-/// during the calls.
-fn log_batches(broker: &Broker, batches: u64) -> u64 {
+/// Which macro a test's calls go through.
+#[derive(Debug, Clone, Copy)]
+enum Path {
+    /// `log::info!`: formatted on the caller.
+    Log,
+    /// `logbus::info!`: deferred.
+    Deferred,
+}
+
+/// The workload's call, `i` its number.
+fn call(broker: &Broker, path: Path, i: u64) {
+    match path {
+        Path::Log => {
+            log::info!(logger: broker, target: "app::http", "request {} served in {} us", i, i % 1000)
+        }
+        Path::Deferred => {
+            logbus::info!(logger: broker, target: "app::http", "request {} served in {} us", i, i % 1000)
+        }
+    }
+}
+
+/// Logs `batches` batches of 100 calls, flushing after each (the flush not
+/// counted), and returns the calling thread's allocations during the calls.
+fn log_batches(broker: &Broker, path: Path, batches: u64) -> u64 {
     let mut total = 0;
     for batch in 0..batches {
         total += allocations(|| {
             for i in batch * 100..(batch + 1) * 100 {
-                logbus::info!(logger: broker, target: "app::http", "request {} served in {} us", i, i % 1000);
+                call(broker, path, i);
             }
         });
         broker.flush().unwrap();
@@ -144,10 +166,18 @@ fn log_batches(broker: &Broker, batches: u64) -> u64 {
 const BURST: u64 = 900;
 
 #[test]
-fn a_warm_deferred_call_allocates_nothing_on_the_caller_with_or_without_a_journal() {
+fn a_warm_log_call_allocates_nothing_on_the_caller_with_or_without_a_journal() {
     common::enable_all_levels();
-    // Without a journal, the worker formats; with one, the caller formats
-    // (for the journal, or earlier for a predicate that reads the message).
+    for path in [Path::Log, Path::Deferred] {
+        warm_calls_allocate_nothing(path);
+    }
+}
+
+fn warm_calls_allocate_nothing(path: Path) {
+    // A deferred call without a journal is formatted by the worker; with
+    // one, by the caller (for the journal, or earlier for a predicate that
+    // reads the message); a `log::info!` call always by the caller, into
+    // the reused record's buffer.
     for (journal, predicate) in [(false, false), (true, false), (true, true)] {
         let (reader, gate) = reader();
         let mut subscription = Subscription::builder("reader", reader).level(LevelFilter::Trace);
@@ -162,22 +192,22 @@ fn a_warm_deferred_call_allocates_nothing_on_the_caller_with_or_without_a_journa
         logbus::info!(logger: &broker, target: "app::http", "request {} served", 0);
         gate.entered.recv().unwrap();
         for i in 0..BURST {
-            logbus::info!(logger: &broker, target: "app::http", "request {} served in {} us", i, i % 1000);
+            call(&broker, path, i);
         }
         gate.release.send(()).unwrap();
         broker.flush().unwrap();
         // Then past the journal's default 10,000 records, so that it lets
         // go of one record per append, and the caller reuses those.
-        let warm_up = log_batches(&broker, 100);
-        let measured = log_batches(&broker, 200);
+        let warm_up = log_batches(&broker, path, 100);
+        let measured = log_batches(&broker, path, 200);
         println!(
-            "journal {journal}, predicate {predicate}: {warm_up} allocations in 10,000 \
-             warm-up calls after the burst, {measured} in the next 20,000"
+            "{path:?}, journal {journal}, predicate {predicate}: {warm_up} allocations in \
+             10,000 warm-up calls after the burst, {measured} in the next 20,000"
         );
         assert_eq!(
             measured, 0,
-            "journal {journal}, predicate {predicate}: allocations on the caller in 20,000 \
-             deferred calls"
+            "{path:?}, journal {journal}, predicate {predicate}: allocations on the caller \
+             in 20,000 calls"
         );
         if journal {
             let stats = broker.journal().unwrap().stats();
