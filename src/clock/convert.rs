@@ -111,7 +111,9 @@
 //! so it is the same on every core and does not stop or change rate while
 //! the system runs.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
+
+use logbus_appenders::__private_api::unix_nanos;
 
 /// The most a newer tick may be past its anchor, in nanoseconds: bounds
 /// how long a wall-clock step goes unnoticed.
@@ -208,7 +210,9 @@ impl Rate {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Anchor {
     ticks: u64,
-    wall: SystemTime,
+    /// The reading's wall-clock time, in nanoseconds from the Unix epoch
+    /// (`unix_nanos`).
+    wall_nanos: i64,
     /// Nanoseconds per tick, times 2^64.
     rate: u128,
     /// The newest tick this anchor converts.
@@ -226,7 +230,7 @@ impl Anchor {
         };
         Anchor {
             ticks: now.ticks,
-            wall: now.wall,
+            wall_nanos: unix_nanos(now.wall),
             rate: rate.per_tick,
             ahead_until: now.ticks.saturating_add(max_ahead.min(rate.ticks)),
         }
@@ -245,29 +249,34 @@ impl Anchor {
         ticks <= self.ahead_until
     }
 
-    /// The wall-clock time of `ticks`: non-decreasing in `ticks`.
-    pub(crate) fn wall_at(&self, ticks: u64) -> SystemTime {
+    /// The wall-clock time of `ticks`, in nanoseconds from the Unix epoch
+    /// as a record keeps it (`unix_nanos`: clamped to `i64::MIN + 1 ..=
+    /// i64::MAX`, 1677 to 2262), with no `SystemTime` arithmetic (what the
+    /// worker converts every record with): non-decreasing in `ticks`.
+    pub(crate) fn unix_nanos_at(&self, ticks: u64) -> i64 {
+        let nanos = i128::from(self.wall_nanos) + self.nanos_from_anchor(ticks);
+        i64::try_from(nanos)
+            .unwrap_or(if nanos < 0 { i64::MIN } else { i64::MAX })
+            .max(i64::MIN + 1)
+    }
+
+    /// Nanoseconds from the anchor's reading to `ticks`.
+    fn nanos_from_anchor(&self, ticks: u64) -> i128 {
         let delta = i128::from(ticks) - i128::from(self.ticks);
         // Rounded to the nearest nanosecond, the same way either side of
         // the anchor (`>> 64` rounds a negative product down too), so the
         // map is monotonic across it. The product stays below 2^127 for
         // distances under 2^63 / (nanoseconds per tick) ticks: every
         // distance (under 2^64) for a counter above 2 GHz, 2^62 ticks
-        // (292 years) at 500 MHz; beyond, floating point, saturating.
-        let nanos = i128::try_from(self.rate)
+        // (292 years) at 500 MHz; beyond, floating point, saturating (and
+        // `unix_nanos_at` clamps to what a record keeps, 1677 to 2262).
+        i128::try_from(self.rate)
             .ok()
             .and_then(|rate| delta.checked_mul(rate)?.checked_add(1 << 63))
             .map_or_else(
                 || (delta as f64 * self.rate as f64 / 2f64.powi(64)) as i128,
                 |product| product >> 64,
-            );
-        let offset = Duration::from_nanos(u64::try_from(nanos.unsigned_abs()).unwrap_or(u64::MAX));
-        let wall = if nanos >= 0 {
-            self.wall.checked_add(offset)
-        } else {
-            self.wall.checked_sub(offset)
-        };
-        wall.unwrap_or(self.wall)
+            )
     }
 }
 
@@ -397,12 +406,17 @@ pub(crate) struct Fallback {
 }
 
 impl Fallback {
-    /// The wall-clock time of `ticks`, as well as can be told.
-    pub(crate) fn wall_at(&self, ticks: u64) -> SystemTime {
+    /// The wall-clock time of `ticks`, as well as can be told, in
+    /// nanoseconds from the Unix epoch ([`Anchor::unix_nanos_at`]).
+    pub(crate) fn unix_nanos_at(&self, ticks: u64) -> i64 {
+        self.anchor_for(ticks).unix_nanos_at(ticks)
+    }
+
+    fn anchor_for(&self, ticks: u64) -> &Anchor {
         if ticks < self.origin || ticks <= self.after.ticks {
-            self.after.wall_at(ticks)
+            &self.after
         } else {
-            self.before.wall_at(ticks)
+            &self.before
         }
     }
 }
@@ -410,6 +424,30 @@ impl Fallback {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
+    /// The conversion's result as a `SystemTime`, for comparing with the
+    /// readings.
+    fn as_time(nanos: i64) -> SystemTime {
+        let offset = Duration::from_nanos(nanos.unsigned_abs());
+        if nanos >= 0 {
+            SystemTime::UNIX_EPOCH + offset
+        } else {
+            SystemTime::UNIX_EPOCH - offset
+        }
+    }
+
+    impl Anchor {
+        fn wall_at(&self, ticks: u64) -> SystemTime {
+            as_time(self.unix_nanos_at(ticks))
+        }
+    }
+
+    impl Fallback {
+        fn wall_at(&self, ticks: u64) -> SystemTime {
+            as_time(self.unix_nanos_at(ticks))
+        }
+    }
 
     /// A 2.5 GHz counter: 0.4 ns per tick.
     const TICKS_PER_SECOND: u64 = 2_500_000_000;
@@ -924,15 +962,14 @@ mod tests {
         };
         let anchor = first_anchor(now);
         assert_eq!(anchor.wall_at(ORIGIN.ticks + 2_000_000), wall(4_000_000));
-        let exact = now.ticks + (1 << 62) - 1;
-        let expected = wall(2_000_000) + Duration::from_nanos(((1 << 62) - 1) * 2);
-        assert_eq!(anchor.wall_at(exact), expected);
-        let far = anchor.wall_at(u64::MAX);
-        let years = far.duration_since(wall(0)).unwrap().as_secs() / (365 * 24 * 3600);
-        assert!(
-            years >= 584,
-            "{years} years: the offset saturates at u64::MAX ns"
+        // 2^61 ticks past the anchor: 2^62 ns (146 years), exact, in range.
+        assert_eq!(
+            anchor.unix_nanos_at(now.ticks + (1 << 61)),
+            unix_nanos(wall(2_000_000)) + (1 << 62)
         );
+        // The farthest tick overflows the product and the range: the
+        // latest time a record keeps, not a wrapped one.
+        assert_eq!(anchor.unix_nanos_at(u64::MAX), i64::MAX);
         assert!(anchor.wall_at(0) <= wall(0));
     }
 

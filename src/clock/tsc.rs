@@ -121,7 +121,7 @@ pub(super) fn stamp() -> Stamp {
     // Relaxed: only the state's value is needed here; a converter orders
     // its own reads of the origin (`origin`).
     match SOURCE.load(Ordering::Relaxed) {
-        TICKS => Stamp::Ticks(read_ticks(), to_wall),
+        TICKS => Stamp::Ticks(read_ticks(), to_unix_nanos),
         WALL => Stamp::Wall(SystemTime::now()),
         _ => first_stamp(),
     }
@@ -146,7 +146,7 @@ pub(super) fn ticks_decided() -> Option<bool> {
 #[inline(never)]
 fn first_stamp() -> Stamp {
     if settle(&SOURCE, crate::fork::generation(), decide) & STATE == TICKS {
-        Stamp::Ticks(read_ticks(), to_wall)
+        Stamp::Ticks(read_ticks(), to_unix_nanos)
     } else {
         Stamp::Wall(SystemTime::now())
     }
@@ -396,27 +396,28 @@ fn origin() -> Reading {
     }
 }
 
-/// A record's ticks as wall-clock time: the converter its stamp carries,
-/// run by the thread reading the record's time.
-fn to_wall(ticks: u64) -> SystemTime {
+/// A record's ticks as wall-clock time, in nanoseconds from the Unix epoch:
+/// the converter its stamp carries, run by the thread reading the record's
+/// time.
+fn to_unix_nanos(ticks: u64) -> i64 {
     if let Some(anchor) = ANCHOR.try_with(Cell::get).ok().flatten() {
         // A tick older than the anchor was stamped before it, unless the
         // counter went back since: then it reads below the anchor now.
         if anchor.converts(ticks) && (ticks > anchor.ticks() || read_ticks() >= anchor.ticks()) {
-            return anchor.wall_at(ticks);
+            return anchor.unix_nanos_at(ticks);
         }
     }
     convert_slowly(ticks)
 }
 
-/// `to_wall` with a new anchor, or once the counter went back.
+/// `to_unix_nanos` with a new anchor, or once the counter went back.
 #[cold]
 #[inline(never)]
-fn convert_slowly(ticks: u64) -> SystemTime {
+fn convert_slowly(ticks: u64) -> i64 {
     let origin = origin();
     // A thread whose thread-locals are gone (at its exit) keeps nothing.
     let mut converter = match CONVERTER.try_with(Cell::get).ok().flatten() {
-        Some(State::GaveUp(fallback)) => return fallback.wall_at(ticks),
+        Some(State::GaveUp(fallback)) => return fallback.unix_nanos_at(ticks),
         Some(State::Ticks(converter)) => converter,
         None => Converter::new(origin),
     };
@@ -438,7 +439,7 @@ fn convert_slowly(ticks: u64) -> SystemTime {
             }
             let _ = ANCHOR.try_with(|cell| cell.set(Some(anchor)));
             let _ = CONVERTER.try_with(|cell| cell.set(Some(State::Ticks(converter))));
-            anchor.wall_at(ticks)
+            anchor.unix_nanos_at(ticks)
         }
         Err(WentBack) => {
             give_up(&SOURCE);
@@ -447,7 +448,7 @@ fn convert_slowly(ticks: u64) -> SystemTime {
             let fallback = converter.fallback(origin, rough_read(), known);
             let _ = ANCHOR.try_with(|cell| cell.set(None));
             let _ = CONVERTER.try_with(|cell| cell.set(Some(State::GaveUp(fallback))));
-            fallback.wall_at(ticks)
+            fallback.unix_nanos_at(ticks)
         }
     }
 }
@@ -611,7 +612,7 @@ mod tests {
             let before = SystemTime::now();
             let ticks = read_ticks();
             let after = SystemTime::now();
-            let time = to_wall(ticks);
+            let time = SystemTime::UNIX_EPOCH + Duration::from_nanos(to_unix_nanos(ticks) as u64);
             assert!(time + slack >= before && time <= after + slack);
         }
         assert_eq!(ticks_decided(), Some(true));

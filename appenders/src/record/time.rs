@@ -20,10 +20,12 @@ pub enum Stamp {
     /// The wall clock itself.
     Wall(SystemTime),
     /// A raw tick count, and the producer's function that converts a tick
-    /// count to the wall clock. It travels with the stamp (one pointer) so
+    /// count to the wall clock, as signed nanoseconds since the Unix epoch
+    /// ([`unix_nanos`] of the time: the renderers need nothing else, and no
+    /// `SystemTime` arithmetic). It travels with the stamp (one pointer) so
     /// that no global registration can be missing, and a forked child finds
     /// nothing half-initialised.
-    Ticks(u64, fn(u64) -> SystemTime),
+    Ticks(u64, fn(u64) -> i64),
 }
 
 /// A [`Stamp`] and, for ticks, the wall-clock time of its first conversion.
@@ -42,16 +44,17 @@ pub(crate) struct Time {
 /// No conversion yet: `i64::MIN` nanoseconds, which no kept time is.
 const UNSET: u64 = i64::MIN as u64;
 
-/// `time` as kept: nanoseconds from the epoch, clamped to `i64::MIN + 1 ..=
-/// i64::MAX`.
-fn to_kept(time: SystemTime) -> u64 {
+/// `time` in signed nanoseconds from the Unix epoch, clamped to
+/// `i64::MIN + 1 ..= i64::MAX` (before 1677 or after 2262: the nearest end).
+#[must_use]
+pub fn unix_nanos(time: SystemTime) -> i64 {
     let nanos = match time.duration_since(SystemTime::UNIX_EPOCH) {
         Ok(after) => i64::try_from(after.as_nanos()).unwrap_or(i64::MAX),
         Err(before) => {
             i64::try_from(before.duration().as_nanos()).map_or(i64::MIN + 1, |nanos| -nanos)
         }
     };
-    nanos.max(i64::MIN + 1) as u64
+    nanos.max(i64::MIN + 1)
 }
 
 /// The time a kept value stands for.
@@ -106,7 +109,7 @@ impl Time {
     pub(crate) fn nanos(&self) -> Option<i64> {
         match self.stamp {
             Stamp::Wall(time) => {
-                let nanos = to_kept(time) as i64;
+                let nanos = unix_nanos(time);
                 (nanos != i64::MAX && nanos != i64::MIN + 1).then_some(nanos)
             }
             Stamp::Ticks(ticks, convert) => {
@@ -119,11 +122,12 @@ impl Time {
         }
     }
 
-    /// Keeps `converted` unless another reader kept its conversion first,
-    /// and returns the kept one.
+    /// Keeps `converted` (nanoseconds from the epoch) unless another reader
+    /// kept its conversion first, and returns the kept one.
     #[cold]
-    fn keep(&self, converted: SystemTime) -> u64 {
-        let nanos = to_kept(converted);
+    fn keep(&self, converted: i64) -> u64 {
+        // `i64::MIN` is `UNSET`: the nearest time that is not.
+        let nanos = converted.max(i64::MIN + 1) as u64;
         match self
             .wall
             .compare_exchange(UNSET, nanos, Ordering::Relaxed, Ordering::Relaxed)
@@ -166,16 +170,16 @@ mod tests {
     static CONVERSIONS: AtomicUsize = AtomicUsize::new(0);
 
     /// One tick is one second after the epoch, plus a counter of calls.
-    fn seconds(ticks: u64) -> SystemTime {
+    fn seconds(ticks: u64) -> i64 {
         CONVERSIONS.fetch_add(1, Ordering::Relaxed);
-        SystemTime::UNIX_EPOCH + Duration::from_secs(ticks)
+        ticks as i64 * 1_000_000_000
     }
 
     /// Each call a nanosecond later, as a conversion of the same ticks on
     /// another thread (another anchor) may be.
-    fn drifting(ticks: u64) -> SystemTime {
-        let calls = CONVERSIONS.fetch_add(1, Ordering::Relaxed) as u64;
-        SystemTime::UNIX_EPOCH + Duration::from_secs(ticks) + Duration::from_nanos(calls)
+    fn drifting(ticks: u64) -> i64 {
+        let calls = CONVERSIONS.fetch_add(1, Ordering::Relaxed) as i64;
+        ticks as i64 * 1_000_000_000 + calls
     }
 
     #[test]
@@ -219,15 +223,18 @@ mod tests {
 
     static SPECIAL: AtomicUsize = AtomicUsize::new(0);
 
-    /// Times a kept conversion could collide with or not fit, by tick.
-    fn special(ticks: u64) -> SystemTime {
+    /// Times a kept conversion could collide with or not fit, by tick: as a
+    /// converter returns them (`unix_nanos`), and `i64::MIN` (`UNSET`
+    /// itself), which none does but `keep` must not store.
+    fn special(ticks: u64) -> i64 {
         SPECIAL.fetch_add(1, Ordering::Relaxed);
         match ticks {
-            0 => SystemTime::UNIX_EPOCH,
-            1 => SystemTime::UNIX_EPOCH - Duration::from_nanos(1),
-            2 => SystemTime::UNIX_EPOCH - Duration::from_secs(3),
-            3 => SystemTime::UNIX_EPOCH + FAR,
-            _ => SystemTime::UNIX_EPOCH - FAR,
+            0 => unix_nanos(SystemTime::UNIX_EPOCH),
+            1 => unix_nanos(SystemTime::UNIX_EPOCH - Duration::from_nanos(1)),
+            2 => unix_nanos(SystemTime::UNIX_EPOCH - Duration::from_secs(3)),
+            3 => unix_nanos(SystemTime::UNIX_EPOCH + FAR),
+            4 => unix_nanos(SystemTime::UNIX_EPOCH - FAR),
+            _ => i64::MIN,
         }
     }
 
@@ -245,6 +252,7 @@ mod tests {
             (2, SystemTime::UNIX_EPOCH - Duration::from_secs(3)),
             (3, latest),
             (4, earliest),
+            (5, earliest),
         ] {
             let time = Time::new(Stamp::Ticks(ticks, special));
             let before = SPECIAL.load(Ordering::Relaxed);
