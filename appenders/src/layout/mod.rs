@@ -10,7 +10,7 @@ use std::io::Write as _;
 use std::str::FromStr;
 
 use crate::escape::{escape_into, MultilineMode};
-use crate::record::{Record, Value};
+use crate::record::{Level, Record, Value};
 
 use self::parser::{Align, Field, Piece, Width};
 pub(crate) use self::timestamp::{Timestamp, Zone, DEFAULT_LOCAL_FORMAT, DEFAULT_UTC_FORMAT};
@@ -155,7 +155,13 @@ impl Layout {
         let multiline = self.multiline;
         for piece in &mut self.pieces {
             match piece {
-                Piece::Literal(text) => out.extend_from_slice(text.as_bytes()),
+                // A separator of one or two bytes (the common case) is
+                // stored directly: a `memcpy` call costs more than the copy.
+                Piece::Literal(text) => match *text.as_bytes() {
+                    [a] => out.push(a),
+                    [a, b] => out.extend_from_slice(&[a, b]),
+                    ref bytes => out.extend_from_slice(bytes),
+                },
                 Piece::Timestamp(ts) => ts.render_record(record, out),
                 Piece::Field(field, width) => {
                     let color = match (*field, level_color) {
@@ -182,7 +188,15 @@ impl Layout {
 fn render_field(field: Field, record: &Record, out: &mut Vec<u8>, multiline: MultilineMode) {
     // Writing into a `Vec<u8>` cannot fail.
     match field {
-        Field::Level => out.extend_from_slice(record.level().as_str().as_bytes()),
+        // One arm per name, so that each copy has a constant length (an
+        // inline store, no `memcpy` call); the names are `log`'s.
+        Field::Level => match record.level() {
+            Level::Error => out.extend_from_slice(b"ERROR"),
+            Level::Warn => out.extend_from_slice(b"WARN"),
+            Level::Info => out.extend_from_slice(b"INFO"),
+            Level::Debug => out.extend_from_slice(b"DEBUG"),
+            Level::Trace => out.extend_from_slice(b"TRACE"),
+        },
         Field::Target => escape_into(record.target(), out, MultilineMode::Escape),
         Field::Topic => escape_into(record.topic().as_str(), out, MultilineMode::Escape),
         Field::Seq => {
@@ -425,6 +439,23 @@ mod tests {
         check("{ts:%Y-%m-%d %H:%M:%S%.6f}", "2026-11-29 20:25:23.941824");
         check("{ts:%H:%M:%S}", "20:25:23");
         check("{ts:%s}", "1795983923");
+    }
+
+    #[test]
+    fn every_level_is_log_s_name_and_literals_of_every_length_are_copied() {
+        for level in [
+            Level::Error,
+            Level::Warn,
+            Level::Info,
+            Level::Debug,
+            Level::Trace,
+        ] {
+            let record = Record::builder(Topic::new(level, "t")).build();
+            let name = level.as_str();
+            check_record("{level}", &record, name);
+            check_record("|{level}:)", &record, &format!("|{name}:)"));
+            check_record("<{level}-->", &record, &format!("<{name}-->"));
+        }
     }
 
     #[test]
