@@ -23,24 +23,31 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 use logbus_appenders::__private_api as produce;
 use logbus_appenders::Record;
 
-use crate::sync::{Arc, Ordering};
+use crate::sync::{Arc, AtomicUsize, Ordering};
 
 /// How many records a worker hands back to the pool at a time: a publisher
 /// then takes a whole batch with one channel operation.
 pub(crate) const BATCH: usize = 64;
 
-/// Recycled records kept for reuse: two default queues' worth (about
-/// 4.4 MB at most, of records that were queued anyway). The queues' depth
-/// swings by thousands of records under a flood, and every record the pool
-/// had no room for was freed by a worker and allocated afresh by a
-/// publisher a moment later. Counted on the calling threads by
+/// Most recycled records kept for reuse: two default queues' worth. The
+/// queues' depth swings by thousands of records under a flood, and every
+/// record the pool had no room for was freed by a worker and allocated
+/// afresh by a publisher a moment later. Counted on the calling threads by
 /// `benches/peers` (`allocs`, 4,000,000 calls): with room for 4,096,
 /// 562,000 allocations at 4 threads with `Block` and 1,006,400-1,362,800
 /// with three appenders; with 8,192, 16,800-52,400; with 16,384 about
 /// 18,000 in every case, the same for 1,000,000 calls: only the warm-up,
-/// none per record. Peak RSS at 1,000,000 calls did not grow (logbus-3 at
-/// 4 threads: 15.4 MB, against 16.9-19.0 with 4,096).
-const POOL_RECORDS: usize = 16_384;
+/// none per record. [`POOL_BYTES`] bounds what they hold.
+const POOL_RECORDS: usize = 2 * crate::queue::DEFAULT_CAPACITY;
+
+/// Most bytes the pooled records keep, as `pooled_bytes` counts them (the
+/// record, its message buffers and key-value slots; a deferred message's
+/// own buffer of at most 4 KiB and key-value strings come on top). Records
+/// with short messages (about 270 bytes each) fill [`POOL_RECORDS`] under
+/// it; records that kept big buffers fill it sooner and the rest is freed,
+/// so a flood of long messages does not leave the pool holding each
+/// record's biggest buffers after it.
+const POOL_BYTES: usize = 5 << 20;
 
 /// Most recycled records a publisher's stash keeps.
 const STASH_CAP: usize = 2 * BATCH;
@@ -137,24 +144,39 @@ pub(crate) fn set_holders(record: &Record, holders: usize, journaled: bool) {
     produce::holders(record).store(holders | flag, Ordering::Relaxed);
 }
 
-/// The broker's bounded pool of recycled records, in batches of [`BATCH`].
+/// A batch of recycled records and the bytes they hold.
+type Batch = (Vec<Recycled>, usize);
+
+/// The broker's bounded pool of recycled records, in batches of [`BATCH`],
+/// bounded in records ([`POOL_RECORDS`]) and in bytes ([`POOL_BYTES`]).
 /// Extra records are simply freed.
 pub(crate) struct Pool {
-    tx: Sender<Vec<Recycled>>,
-    rx: Receiver<Vec<Recycled>>,
+    tx: Sender<Batch>,
+    rx: Receiver<Batch>,
+    /// What the pooled batches hold. Only a bound: a worker adds a batch's
+    /// bytes before sending it (and takes them back if the pool is full),
+    /// a publisher subtracts them once it received the batch, so the count
+    /// is at least what is pooled, never less.
+    bytes: Arc<AtomicUsize>,
 }
 
 impl Pool {
     pub(crate) fn new() -> Pool {
         let (tx, rx) = crossbeam_channel::bounded(POOL_RECORDS / BATCH);
-        Pool { tx, rx }
+        Pool {
+            tx,
+            rx,
+            bytes: Arc::new(AtomicUsize::new(0)),
+        }
     }
 
     /// A worker's end of the pool.
     pub(crate) fn hand_back(&self) -> HandBack {
         HandBack {
             pool: self.tx.clone(),
+            pooled_bytes: Arc::clone(&self.bytes),
             batch: Vec::with_capacity(BATCH),
+            batch_bytes: 0,
         }
     }
 }
@@ -169,7 +191,10 @@ impl Stash {
     /// empty (one channel operation per [`BATCH`] records).
     pub(crate) fn take(&mut self, pool: &Pool) -> Option<Recycled> {
         if self.0.is_empty() {
-            if let Ok(batch) = pool.rx.try_recv() {
+            if let Ok((batch, bytes)) = pool.rx.try_recv() {
+                // Relaxed: a bound, no memory is published through it (the
+                // channel publishes the records).
+                pool.bytes.fetch_sub(bytes, Ordering::Relaxed);
                 self.0 = batch;
             }
         }
@@ -201,8 +226,11 @@ impl Stash {
 /// A worker's side of the pool: the records it is done with, sent a batch
 /// at a time.
 pub(crate) struct HandBack {
-    pool: Sender<Vec<Recycled>>,
+    pool: Sender<Batch>,
+    pooled_bytes: Arc<AtomicUsize>,
     batch: Vec<Recycled>,
+    /// What `batch` holds.
+    batch_bytes: usize,
 }
 
 impl HandBack {
@@ -212,21 +240,31 @@ impl HandBack {
         let Some(record) = Recycled::release(record, WORKER_ATTEMPTS) else {
             return;
         };
+        self.batch_bytes += produce::pooled_bytes(&record.0);
         self.batch.push(record);
         if self.batch.len() >= BATCH {
             self.send();
         }
     }
 
-    /// Sends what is kept to the pool; if the pool is full it is freed.
+    /// Sends what is kept to the pool; if the pool is full (in records or
+    /// in bytes) it is freed.
     pub(crate) fn send(&mut self) {
         if self.batch.is_empty() {
             return;
         }
+        let bytes = std::mem::take(&mut self.batch_bytes);
+        // Relaxed: a bound (see `Pool::bytes`).
+        if self.pooled_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes > POOL_BYTES {
+            self.pooled_bytes.fetch_sub(bytes, Ordering::Relaxed);
+            self.batch.clear();
+            return;
+        }
         let full = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
-        if let Err(TrySendError::Full(mut back) | TrySendError::Disconnected(mut back)) =
-            self.pool.try_send(full)
+        if let Err(TrySendError::Full((mut back, _)) | TrySendError::Disconnected((mut back, _))) =
+            self.pool.try_send((full, bytes))
         {
+            self.pooled_bytes.fetch_sub(bytes, Ordering::Relaxed);
             back.clear();
             self.batch = back;
         }
@@ -284,6 +322,45 @@ mod tests {
         assert_eq!(rewritten.seq(), 2);
         assert_eq!(rewritten.level(), Level::Warn);
         assert_eq!(Arc::strong_count(&rewritten), 1);
+    }
+
+    /// Hands back `batches` full batches of records made by `make`, then
+    /// returns how many records publishers can take from the pool, and what
+    /// the pool's byte count reads once they took them all.
+    fn pooled(batches: usize, make: impl Fn() -> Arc<Record>) -> (usize, usize) {
+        let pool = Pool::new();
+        let mut hand_back = pool.hand_back();
+        for _ in 0..batches * BATCH {
+            hand_back.release(make());
+        }
+        let mut taken = 0;
+        let mut stash = Stash::default();
+        while stash.take(&pool).is_some() {
+            taken += 1;
+        }
+        (taken, pool.bytes.load(Ordering::Relaxed))
+    }
+
+    #[test]
+    fn the_pool_keeps_at_most_its_records_and_its_bytes() {
+        // Small records: the record bound.
+        let (taken, left) = pooled(POOL_RECORDS / BATCH + 10, record);
+        assert_eq!((taken, left), (POOL_RECORDS, 0));
+        // Records that kept a 4 KiB message buffer: the byte bound, whole
+        // batches only.
+        let big = || {
+            let mut record = Record::builder(Topic::new(Level::Info, "t")).seq(1).build();
+            produce::message_buffer(&mut record).reserve(4096);
+            Arc::new(record)
+        };
+        let each = produce::pooled_bytes(&big());
+        let (taken, left) = pooled(POOL_RECORDS / BATCH, big);
+        assert_eq!(
+            taken,
+            POOL_BYTES / (each * BATCH) * BATCH,
+            "{each} bytes each"
+        );
+        assert_eq!(left, 0);
     }
 
     #[test]

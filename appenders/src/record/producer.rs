@@ -137,6 +137,25 @@ pub fn held_bytes(record: &Record) -> usize {
     bytes
 }
 
+/// What a pooled record keeps, cheaply, for the record pool's byte bound:
+/// its shared allocation, its message and spare buffers and its key-value
+/// slots, by capacity. Not counted (and so on top of the bound): a
+/// deferred message's own buffers (reading one takes a lock; at most 4 KiB
+/// are kept) and the key-values' strings, freed when the record is reused.
+#[must_use]
+#[inline]
+pub fn pooled_bytes(record: &Record) -> usize {
+    let message = match &record.message {
+        Cow::Owned(text) => text.capacity(),
+        Cow::Borrowed(_) => 0,
+    };
+    2 * std::mem::size_of::<usize>()
+        + std::mem::size_of::<Record>()
+        + message
+        + record.spare.capacity()
+        + record.kv.capacity() * std::mem::size_of::<(Cow<'static, str>, Value)>()
+}
+
 /// Sets a literal message (not copied).
 #[inline]
 pub fn set_message_literal(record: &mut Record, message: &'static str) {
