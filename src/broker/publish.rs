@@ -415,12 +415,14 @@ impl Drop for PublishGate<'_, '_> {
     /// publisher's half of the wake-up protocol (`queue/waker.rs`).
     #[inline]
     fn drop(&mut self) {
-        let mut evicted = false;
+        let mut cede = false;
         // Shared passes leave as they drop.
         if self.shared.take().is_none() {
             for &i in self.ids {
                 if let Some(lane) = &mut self.lanes[i as usize] {
-                    evicted |= lane.leave();
+                    lane.leave();
+                    let counters = &self.snapshot.entries[i as usize].sub.counters;
+                    cede |= lane.should_cede(|| Counters::get(&counters.taken));
                 }
             }
         }
@@ -431,7 +433,7 @@ impl Drop for PublishGate<'_, '_> {
                 .waker
                 .wake_if_sleeping();
         }
-        if evicted {
+        if cede {
             // Outside every gate, after the wake-ups: the worker we
             // outpaced can have our core.
             queue::cede();

@@ -43,7 +43,7 @@ use logbus_appenders::Record;
 
 use super::budget::Budget;
 use super::gate::BusyFlag;
-use super::CEDE_EVERY;
+use super::{CEDES_UNANSWERED, CEDE_EVERY};
 use crate::sync::{Arc, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, CacheLine, Ordering};
 
 /// Most records taken by one compare-and-swap (the pointers are read into a
@@ -134,6 +134,8 @@ impl Lane {
             retired: Vec::new(),
             evicted: false,
             evicting_calls: 0,
+            taken_when_ceded: None,
+            cedes_unanswered: 0,
         };
         (lane, producer)
     }
@@ -332,9 +334,14 @@ pub(crate) struct LaneProducer {
     /// saw only an old lane still waits for the push into the new one.
     retired: Vec<Arc<Lane>>,
     /// Whether a push inside the current gate evicted a record to make
-    /// room, and how many gates' pushes did (see `queue::cede`).
+    /// room; how many log calls that evicted came since the last one that
+    /// was due to cede, modulo [`CEDE_EVERY`]; and the worker's count of
+    /// taken records when this lane last ceded (see `should_cede`).
     evicted: bool,
     evicting_calls: u32,
+    taken_when_ceded: Option<u64>,
+    /// Cedes since the worker last moved.
+    cedes_unanswered: u32,
 }
 
 impl LaneProducer {
@@ -416,11 +423,8 @@ impl LaneProducer {
     }
 
     /// Leaves the gate: clears the busy flags of the current lane and of
-    /// the lanes replaced inside it (`gate.rs`). Returns whether the
-    /// publisher should cede its core (`queue::cede`): a push inside the
-    /// gate evicted a record, and it is the first such log call or a
-    /// multiple of [`CEDE_EVERY`] after it.
-    pub(crate) fn leave(&mut self) -> bool {
+    /// the lanes replaced inside it (`gate.rs`).
+    pub(crate) fn leave(&mut self) {
         self.lane.busy.leave();
         // Almost always empty (a lane replaced inside this gate): the check
         // spares the caller's path a `Drain`'s setup and drop (about 40
@@ -430,12 +434,36 @@ impl LaneProducer {
                 old.busy.leave();
             }
         }
+    }
+
+    /// Whether the publisher should cede its core after this log call
+    /// (`queue::cede`), asked once per log call after it left the gate: a
+    /// push inside the gate evicted a record, this is the lane's first such
+    /// call or a multiple of [`CEDE_EVERY`] after it, and the worker took
+    /// records within this lane's last [`CEDES_UNANSWERED`] cedes (`taken`
+    /// reads the subscription's count of records taken; a worker stuck in
+    /// its appender cannot use the core, and ceding to it would only slow
+    /// the caller down).
+    #[must_use]
+    pub(crate) fn should_cede(&mut self, taken: impl FnOnce() -> u64) -> bool {
         if !std::mem::take(&mut self.evicted) {
             return false;
         }
-        let cede = self.evicting_calls % CEDE_EVERY == 0;
-        self.evicting_calls = self.evicting_calls.wrapping_add(1);
-        cede
+        let due = self.evicting_calls == 0;
+        self.evicting_calls = (self.evicting_calls + 1) % CEDE_EVERY;
+        if !due {
+            return false;
+        }
+        let taken = taken();
+        if self.taken_when_ceded != Some(taken) {
+            self.taken_when_ceded = Some(taken);
+            self.cedes_unanswered = 0;
+        }
+        // Ceding to a worker that does not move: a few times (it may be
+        // waiting for a core the other cedes gave elsewhere), then not
+        // until it moves (it is stuck in its appender).
+        self.cedes_unanswered = self.cedes_unanswered.saturating_add(1);
+        self.cedes_unanswered <= CEDES_UNANSWERED
     }
 
     /// Takes over the place of a record this producer evicted from another

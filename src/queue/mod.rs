@@ -105,7 +105,7 @@ pub const MAX_CAPACITY: usize = 1 << 20;
 ///
 /// | policy | caller | what is lost |
 /// |---|---|---|
-/// | `DropOldest` (default) | never waits (after an eviction it cedes its core once, see below) | the oldest queued record, counted in `dropped` |
+/// | `DropOldest` (default) | never waits (now and then it yields its core after evicting, see below) | the oldest queued record, counted in `dropped` |
 /// | `DropNewest` | never waits | the new record, counted in `dropped` |
 /// | `Block` | waits for space | nothing |
 /// | `BlockTimeout(d)` | waits at most `d` | the new record after `d`, counted in `dropped` |
@@ -115,13 +115,15 @@ pub enum OverflowPolicy {
     /// Evict the oldest queued record (the lowest `seq`, whichever thread
     /// published it) to make room for the new one.
     ///
-    /// A log call that evicted then yields its core to another runnable
-    /// thread (`std::thread::yield_now`; the first such call, then every
-    /// 16th), usually the worker that fell behind: without that,
-    /// publishers in a tight loop on a machine with fewer cores than
-    /// threads keep the worker to its even share of the cores, and most
-    /// records are evicted instead of written. It never
-    /// waits for the worker: alone on its core, the caller goes on at once.
+    /// Every 16th log call of a thread that evicted from the subscription
+    /// (the first one too) then yields its core to another runnable thread
+    /// (`std::thread::yield_now`), usually the worker that fell behind
+    /// (a worker that stopped taking records, stuck in its appender, gets
+    /// eight such yields from each thread, then none until it moves):
+    /// without that, publishers in a tight loop on a machine with fewer
+    /// cores than threads keep the worker to its even share of the cores,
+    /// and most records are evicted instead of written. It never waits for
+    /// the worker: alone on its core, the caller goes on at once.
     #[default]
     DropOldest,
     /// Discard the new record.
@@ -138,39 +140,53 @@ pub enum OverflowPolicy {
 const EVICT_ATTEMPTS: usize = 4;
 
 /// Offers the calling thread's core to another runnable thread
-/// (`sched_yield`): what a drop-oldest publisher does after its first log
-/// call that evicted, and after every [`CEDE_EVERY`]th one since.
+/// (`sched_yield`): what a drop-oldest publisher does after a log call
+/// that evicted, on the first such call of its lane and every
+/// [`CEDE_EVERY`]th after, unless the worker took no record over the lane's
+/// last [`CEDES_UNANSWERED`] cedes (`LaneProducer::should_cede`).
 ///
 /// A queue that overflows has a worker that is behind, and on a machine
 /// with fewer cores than busy threads the worker is behind because the
 /// scheduler shares the cores out evenly: with four publishers in a tight
-/// loop on two cores it gets 2/5 of a core, and nine records in ten it
-/// could have written were evicted instead (records written per second
-/// were half of `Block`'s, whose publishers park). Ceding the core after an
-/// eviction hands the rest of the time slice to a runnable thread, which
-/// under overflow is usually the worker, and the worker's lead comes back:
+/// loop on two cores it gets 2/5 of a core, and more than half of the
+/// records were evicted instead of written (written per second: half of
+/// `Block`'s, whose publishers park). Ceding the core after an eviction
+/// hands the rest of the time slice to a runnable thread, which under
+/// overflow is usually the worker, and the worker's lead comes back:
 /// measured in `benches/peers` at 4 threads, the written rate went from
-/// about 0.5x to `Block`'s, and the share of records dropped from 55-60%
-/// to 1-2%.
+/// about 0.5x to `Block`'s, and the share of records dropped from 50-60%
+/// to 1-2%. A worker that took nothing over several cedes is not waiting
+/// for a core but stuck in its appender: its publishers do not cede again
+/// until it moves, so a stalled appender costs each lane at most
+/// [`CEDES_UNANSWERED`] time slices per stall.
 ///
 /// It is not a wait: nothing here depends on the worker (a publisher alone
-/// on its core continues at once), no lock is held and the gate is already
-/// left, so a removal or the worker never waits for it. The cost is one
-/// system call per [`CEDE_EVERY`] log calls that evicted, plus the time slice the caller
-/// gives away when someone else can run: the price of overflow, paid by
-/// the thread that causes it.
+/// on its core continues at once), the gate is already left and no lock of
+/// logbus's is held, so a removal or the worker never waits for it (a lock
+/// of the caller's own is held through it). The cost is one system call
+/// per [`CEDE_EVERY`] log calls that evicted, plus the time slice the
+/// caller gives away when someone else can run: the price of overflow,
+/// paid by the thread that causes it.
 pub(crate) fn cede() {
     thread::yield_now();
 }
 
-/// A drop-oldest publisher cedes its core on its first log call that
-/// evicted and on every 16th after it. Ceding gives away the rest of a time
-/// slice (milliseconds), so ceding this often is enough for the worker:
-/// with four threads the share of records written was 0.985-0.989 (every
-/// evicting call: 0.995-0.998; never: 0.41-0.50), and the callers' p99.9
-/// stayed within noise of never ceding (3.7-4.0 us, against 3.4-3.6; every
-/// call: 3.9-6.1 us), three rounds of 1,000,000 records in `benches/peers`.
+/// How often a lane's log calls that evicted cede (the first, then every
+/// 16th). Ceding gives away the rest of a time slice (milliseconds), so
+/// ceding this often is enough for the worker: with four threads the share
+/// of records written was 0.985-0.989 (every evicting call: 0.995-0.998;
+/// never: 0.41-0.50), and the callers' p99.9 rose about 10% over never
+/// ceding (3.7-4.0 us, against 3.4-3.6; every call: 3.9-6.1 us), three
+/// rounds of 1,000,000 records in `benches/peers`.
 pub(crate) const CEDE_EVERY: u32 = 16;
+
+/// How many times in a row a lane cedes to a worker that took no record
+/// in between before it stops until the worker moves: one cede may give
+/// the core to another publisher, not the worker (with four publishers on
+/// two cores, stopping after one such cede left the written share at
+/// 0.48-0.55, as if there were none); a worker stuck in its appender costs
+/// each lane at most this many time slices per stall.
+pub(crate) const CEDES_UNANSWERED: u32 = 8;
 
 /// How long a publisher blocked on a full queue sleeps between looks.
 const BLOCK_NAP: Duration = Duration::from_micros(50);
@@ -734,31 +750,64 @@ mod tests {
         assert_eq!(spilled, [0, 1, 2, 3, 4, 5]);
     }
 
+    /// Pushes `0..n` through one lane of a queue of `capacity` records
+    /// (and a byte bound, if given) and returns, for each, whether the
+    /// caller would cede afterwards; `taken(seq)` is the worker's count
+    /// then.
+    fn cedes(
+        policy: OverflowPolicy,
+        (capacity, bytes): (usize, Option<usize>),
+        n: u64,
+        taken: impl Fn(u64) -> u64,
+    ) -> Vec<bool> {
+        let (queue, _drain) = Queue::new(capacity, bytes, policy);
+        let counters = Counters::default();
+        let mut lane = queue.new_lane();
+        (0..n)
+            .map(|seq| {
+                queue.push_lane(&mut lane, record(seq), &counters, drop);
+                lane.leave();
+                lane.should_cede(|| taken(seq))
+            })
+            .collect()
+    }
+
     #[test]
-    fn leaving_says_when_a_caller_that_evicted_cedes_its_core() {
-        let check = |policy| {
-            let (queue, _drain) = Queue::new(2, None, policy);
-            let counters = Counters::default();
-            let mut lane = queue.new_lane();
-            let mut left = Vec::new();
-            for seq in 0..4 {
-                queue.push_lane(&mut lane, record(seq), &counters, drop);
-                left.push(lane.leave());
-            }
-            // Pushes 2 and 3 found the queue full: the first evicting call
-            // cedes, the next one does not (only every CEDE_EVERY-th), and a
-            // leave with no push reports nothing.
-            left.push(lane.leave());
-            for seq in 4..4 + u64::from(CEDE_EVERY) {
-                queue.push_lane(&mut lane, record(seq), &counters, drop);
-                left.push(lane.leave());
-            }
-            left
-        };
-        let mut cedes = vec![false, false, true, false, false];
-        cedes.extend((2..2 + CEDE_EVERY).map(|call| call % CEDE_EVERY == 0));
-        assert_eq!(check(OverflowPolicy::DropOldest), cedes);
-        assert_eq!(check(OverflowPolicy::DropNewest), vec![false; cedes.len()]);
+    fn a_caller_that_evicted_cedes_on_every_16th_such_call_unless_the_worker_is_stuck() {
+        let n = 3 + 2 * u64::from(CEDE_EVERY);
+        // Pushes 0 and 1 fit; every later one evicts. The first evicting
+        // call cedes, then every CEDE_EVERY-th: calls 2, 18 and 34.
+        let every = |seq: u64| seq >= 2 && (seq - 2) % u64::from(CEDE_EVERY) == 0;
+        let expected: Vec<bool> = (0..n).map(every).collect();
+        let moving = |seq: u64| seq;
+        let two = (2, None);
+        assert_eq!(cedes(OverflowPolicy::DropOldest, two, n, moving), expected);
+        // Evicting for the byte bound (two test records' worth) too.
+        let two_by_bytes = (100, Some(2 * record(0).approx_size()));
+        assert_eq!(
+            cedes(OverflowPolicy::DropOldest, two_by_bytes, n, moving),
+            expected
+        );
+        // A worker that takes nothing (stuck in its appender) from the
+        // first cede on gets CEDES_UNANSWERED of them, then none until it
+        // moves again (here at call `moves`); then it gets them again.
+        let every = u64::from(CEDE_EVERY);
+        let due = |seq: u64| seq >= 2 && (seq - 2) % every == 0;
+        let moves = 2 + every * (u64::from(CEDES_UNANSWERED) + 3);
+        let n = moves + 3 * every;
+        let stuck = |seq: u64| if seq < moves { 7 } else { seq };
+        let expected: Vec<bool> = (0..n)
+            .map(|seq| {
+                let answered = seq >= moves;
+                due(seq) && (answered || (seq - 2) / every < u64::from(CEDES_UNANSWERED))
+            })
+            .collect();
+        assert_eq!(cedes(OverflowPolicy::DropOldest, two, n, stuck), expected);
+        // No eviction, no cede.
+        assert_eq!(
+            cedes(OverflowPolicy::DropNewest, two, n, moving),
+            vec![false; n as usize]
+        );
     }
 
     #[test]
