@@ -254,7 +254,8 @@ impl Anchor {
     /// i64::MAX`, 1677 to 2262), with no `SystemTime` arithmetic (what the
     /// worker converts every record with): non-decreasing in `ticks`.
     pub(crate) fn unix_nanos_at(&self, ticks: u64) -> i64 {
-        let nanos = i128::from(self.wall_nanos) + self.nanos_from_anchor(ticks);
+        // Saturating: the floating-point distance can be any `i128`.
+        let nanos = i128::from(self.wall_nanos).saturating_add(self.nanos_from_anchor(ticks));
         i64::try_from(nanos)
             .unwrap_or(if nanos < 0 { i64::MIN } else { i64::MAX })
             .max(i64::MIN + 1)
@@ -962,15 +963,50 @@ mod tests {
         };
         let anchor = first_anchor(now);
         assert_eq!(anchor.wall_at(ORIGIN.ticks + 2_000_000), wall(4_000_000));
-        // 2^61 ticks past the anchor: 2^62 ns (146 years), exact, in range.
+        // The last exact distance, at the product's limit.
+        let exact: u64 = (1 << 62) - 1;
+        assert_eq!(
+            anchor.nanos_from_anchor(now.ticks + exact),
+            i128::from(exact) * 2
+        );
+        // Past it, floating point: the distance still at least doubles.
+        let far = u64::MAX - now.ticks;
+        assert!(anchor.nanos_from_anchor(u64::MAX) >= i128::from(far) * 2 - (1 << 20));
+        // 2^61 ticks past the anchor: 2^62 ns (146 years), in range.
         assert_eq!(
             anchor.unix_nanos_at(now.ticks + (1 << 61)),
             unix_nanos(wall(2_000_000)) + (1 << 62)
         );
-        // The farthest tick overflows the product and the range: the
-        // latest time a record keeps, not a wrapped one.
+        // The farthest tick is beyond 2262: the latest time a record
+        // keeps, not a wrapped one.
         assert_eq!(anchor.unix_nanos_at(u64::MAX), i64::MAX);
         assert!(anchor.wall_at(0) <= wall(0));
+    }
+
+    #[test]
+    fn conversions_clamp_to_what_a_record_keeps_at_both_ends() {
+        // An anchor 1 ns after the earliest time kept: tick 0, a second
+        // before it, converts to the earliest time, not before it.
+        let early = Anchor {
+            ticks: 1_000_000_000,
+            wall_nanos: i64::MIN + 2,
+            rate: 1 << 64, // 1 ns per tick
+            ahead_until: u64::MAX,
+        };
+        assert_eq!(early.unix_nanos_at(999_999_999), i64::MIN + 1);
+        assert_eq!(early.unix_nanos_at(0), i64::MIN + 1);
+        // A rate no real counter has (2^64 ns per tick), far from the
+        // anchor: the floating-point distance saturates the sum instead of
+        // overflowing it (a panic in a debug build, a wrap to 1677 in a
+        // release one).
+        let absurd = Anchor {
+            ticks: 54_906_773_099,
+            wall_nanos: 4_359_591_138_665_871_449,
+            rate: u128::MAX,
+            ahead_until: u64::MAX,
+        };
+        assert_eq!(absurd.unix_nanos_at(11_905_767_739_756_892_008), i64::MAX);
+        assert_eq!(absurd.unix_nanos_at(0), i64::MIN + 1);
     }
 
     #[test]

@@ -34,7 +34,7 @@
 use std::cell::Cell;
 use std::time::{Duration, SystemTime};
 
-use logbus_appenders::__private_api::Stamp;
+use logbus_appenders::__private_api::{unix_nanos, Stamp};
 
 use super::convert::{Anchor, Converter, Fallback, Rate, Reading, WentBack};
 use crate::sync::{AtomicU64, Ordering};
@@ -207,7 +207,7 @@ fn decide() -> u64 {
         return WALL; // the counter went back inside every bracket
     };
     ORIGIN_TICKS.store(origin.ticks, Ordering::Relaxed);
-    ORIGIN_WALL.store(signed_nanos(origin.wall) as u64, Ordering::Relaxed);
+    ORIGIN_WALL.store(unix_nanos(origin.wall) as u64, Ordering::Relaxed);
     ORIGIN_BOOT.store(origin.boot, Ordering::Relaxed);
     ORIGIN_SLEPT.store(origin.slept, Ordering::Relaxed);
     TICKS
@@ -301,16 +301,8 @@ fn clock_nanos(clock: libc::clockid_t) -> u64 {
         .wrapping_add(now.tv_nsec as u64)
 }
 
-/// Signed nanoseconds from the epoch (saturating).
-fn signed_nanos(time: SystemTime) -> i64 {
-    match time.duration_since(SystemTime::UNIX_EPOCH) {
-        Ok(after) => i64::try_from(after.as_nanos()).unwrap_or(i64::MAX),
-        Err(before) => i64::try_from(before.duration().as_nanos()).map_or(i64::MIN, |n| -n),
-    }
-}
-
-/// The time `signed_nanos` gave `nanos` for.
-fn from_signed_nanos(nanos: i64) -> SystemTime {
+/// The time `unix_nanos` gave `nanos` for.
+fn from_unix_nanos(nanos: i64) -> SystemTime {
     let offset = Duration::from_nanos(nanos.unsigned_abs());
     if nanos >= 0 {
         SystemTime::UNIX_EPOCH + offset
@@ -390,7 +382,7 @@ fn origin() -> Reading {
     debug_assert!(matches!(state & STATE, TICKS | WALL));
     Reading {
         ticks: ORIGIN_TICKS.load(Ordering::Relaxed),
-        wall: from_signed_nanos(ORIGIN_WALL.load(Ordering::Relaxed) as i64),
+        wall: from_unix_nanos(ORIGIN_WALL.load(Ordering::Relaxed) as i64),
         boot: ORIGIN_BOOT.load(Ordering::Relaxed),
         slept: ORIGIN_SLEPT.load(Ordering::Relaxed),
     }

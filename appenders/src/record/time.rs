@@ -258,6 +258,7 @@ mod tests {
             let before = SPECIAL.load(Ordering::Relaxed);
             assert_eq!(time.get(), expected, "tick {ticks}");
             assert_eq!(time.get(), expected, "tick {ticks}");
+            assert_eq!(time.nanos(), Some(unix_nanos(expected)), "tick {ticks}");
             assert_eq!(time.clone().get(), expected, "tick {ticks}");
             assert_eq!(
                 SPECIAL.load(Ordering::Relaxed),
