@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Before/after comparison of logbus itself, for a change to the caller's
 # path: builds the peer harness at BASE (a git revision) and at the working
-# tree, then runs logbus (drop-oldest and Block) and the two floors from each
+# tree (both with the working tree's harness, where it builds against the
+# base), then runs logbus (drop-oldest and Block) and the two floors from each
 # build in alternating rounds (A B, then B A, ...), each run its own process,
 # and prints one table per side (report.py's format).
 #
@@ -32,7 +33,17 @@ build() { # build DIR OUT: the harness of the checkout at DIR, copied to OUT
   (cd "$1/benches/peers" && cargo build --release --quiet)
   cp "$CARGO_TARGET_DIR/release/logbus-peers" "$2"
 }
-build "$tree" "$work/A"
+# Both sides run this checkout's harness, so that only logbus differs (the
+# harness's own timing, allocation counting and adapters too); a base whose
+# API the harness does not build against falls back to its own harness.
+cp -r "$here/src" "$here/Cargo.toml" "$here/Cargo.lock" "$work/"
+rm -rf "$tree/benches/peers/src"
+cp -r "$work/src" "$work/Cargo.toml" "$work/Cargo.lock" "$tree/benches/peers/"
+if ! build "$tree" "$work/A" 2>"$work/build-A.txt"; then
+  echo "the working tree's harness does not build against $base; using the base's own" >&2
+  git -C "$tree" checkout -- benches/peers
+  build "$tree" "$work/A"
+fi
 build "$here/../.." "$work/B"
 
 # LOGGERS overrides the list (a logger the base lacks is reported FAILED and skipped).

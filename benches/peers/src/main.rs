@@ -160,10 +160,25 @@ fn write_ts(out: &mut Vec<u8>) {
     write_ts_at(SystemTime::now(), out);
 }
 
-fn ts_string() -> String {
-    let mut v = Vec::with_capacity(28);
-    write_ts(&mut v);
-    String::from_utf8(v).unwrap_or_default()
+thread_local! {
+    /// The harness's own buffers for the format functions it hands to
+    /// loggers, reused so that the harness allocates nothing per call (the
+    /// `allocs` figure is the logger's).
+    static TS_BUF: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(32));
+    static LINE_BUF: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(128));
+}
+
+/// The current timestamp as `write_ts` writes it, for `format_args!`.
+struct Ts;
+
+impl std::fmt::Display for Ts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        TS_BUF.with_borrow_mut(|v| {
+            v.clear();
+            write_ts(v);
+            f.write_str(std::str::from_utf8(v).unwrap_or(""))
+        })
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -175,7 +190,8 @@ struct Counting;
 
 thread_local! {
     /// Const-initialised, without destructors: reading them inside the
-    /// allocator allocates nothing.
+    /// allocator allocates nothing (with native thread-locals, as on
+    /// Linux; where they fall back to OS keys the first access allocates).
     static COUNTED: Cell<bool> = const { Cell::new(false) };
     static ALLOCS: Cell<u64> = const { Cell::new(0) };
 }
@@ -458,9 +474,7 @@ struct TracingTimer;
 
 impl tracing_subscriber::fmt::time::FormatTime for TracingTimer {
     fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
-        let mut v = Vec::with_capacity(28);
-        write_ts(&mut v);
-        w.write_str(std::str::from_utf8(&v).unwrap_or(""))
+        write!(w, "{Ts}")
     }
 }
 
@@ -639,16 +653,18 @@ fn flexi_format(
     _now: &mut flexi_logger::DeferredNow,
     record: &log::Record<'_>,
 ) -> std::io::Result<()> {
-    let mut line = Vec::with_capacity(96);
-    write_ts(&mut line);
-    let _ = write!(
-        line,
-        " {} {}: {}",
-        record.level(),
-        record.target(),
-        record.args()
-    );
-    w.write_all(&line)
+    LINE_BUF.with_borrow_mut(|line| {
+        line.clear();
+        write_ts(line);
+        let _ = write!(
+            line,
+            " {} {}: {}",
+            record.level(),
+            record.target(),
+            record.args()
+        );
+        w.write_all(line)
+    })
 }
 
 fn flexi(a: &Args) -> Outcome {
@@ -706,7 +722,7 @@ fn fern(a: &Args) -> Outcome {
         .format(|out, message, record| {
             out.finish(format_args!(
                 "{} {} {}: {}",
-                ts_string(),
+                Ts,
                 record.level(),
                 record.target(),
                 message
