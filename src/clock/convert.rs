@@ -425,28 +425,18 @@ impl Fallback {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use logbus_appenders::__private_api::from_unix_nanos;
     use std::time::Duration;
-
-    /// The conversion's result as a `SystemTime`, for comparing with the
-    /// readings.
-    fn as_time(nanos: i64) -> SystemTime {
-        let offset = Duration::from_nanos(nanos.unsigned_abs());
-        if nanos >= 0 {
-            SystemTime::UNIX_EPOCH + offset
-        } else {
-            SystemTime::UNIX_EPOCH - offset
-        }
-    }
 
     impl Anchor {
         fn wall_at(&self, ticks: u64) -> SystemTime {
-            as_time(self.unix_nanos_at(ticks))
+            from_unix_nanos(self.unix_nanos_at(ticks))
         }
     }
 
     impl Fallback {
         fn wall_at(&self, ticks: u64) -> SystemTime {
-            as_time(self.unix_nanos_at(ticks))
+            from_unix_nanos(self.unix_nanos_at(ticks))
         }
     }
 

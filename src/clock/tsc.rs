@@ -32,9 +32,9 @@
 //! the tick stamps still outstanding with its `Fallback`.
 
 use std::cell::Cell;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use logbus_appenders::__private_api::{unix_nanos, Stamp};
+use logbus_appenders::__private_api::{from_unix_nanos, unix_nanos, Stamp};
 
 use super::convert::{Anchor, Converter, Fallback, Rate, Reading, WentBack};
 use crate::sync::{AtomicU64, Ordering};
@@ -299,16 +299,6 @@ fn clock_nanos(clock: libc::clockid_t) -> u64 {
     (now.tv_sec as u64)
         .wrapping_mul(1_000_000_000)
         .wrapping_add(now.tv_nsec as u64)
-}
-
-/// The time `unix_nanos` gave `nanos` for.
-fn from_unix_nanos(nanos: i64) -> SystemTime {
-    let offset = Duration::from_nanos(nanos.unsigned_abs());
-    if nanos >= 0 {
-        SystemTime::UNIX_EPOCH + offset
-    } else {
-        SystemTime::UNIX_EPOCH - offset
-    }
 }
 
 /// One bracket: the counter, the wall clock, `CLOCK_MONOTONIC`,
@@ -604,7 +594,7 @@ mod tests {
             let before = SystemTime::now();
             let ticks = read_ticks();
             let after = SystemTime::now();
-            let time = SystemTime::UNIX_EPOCH + Duration::from_nanos(to_unix_nanos(ticks) as u64);
+            let time = from_unix_nanos(to_unix_nanos(ticks));
             assert!(time + slack >= before && time <= after + slack);
         }
         assert_eq!(ticks_decided(), Some(true));

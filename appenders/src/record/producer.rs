@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use std::sync::atomic::AtomicUsize;
 
 pub use super::deferred::{parse, pieces, Arg, Piece, Plan, Template};
-pub use super::time::{unix_nanos, Stamp};
+pub use super::time::{from_unix_nanos, unix_nanos, Stamp};
 use super::{Record, ThreadInfo, Topic, Value};
 
 /// Largest message capacity a reused record keeps; a record that carried a

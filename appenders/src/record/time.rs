@@ -57,15 +57,21 @@ pub fn unix_nanos(time: SystemTime) -> i64 {
     nanos.max(i64::MIN + 1)
 }
 
-/// The time a kept value stands for.
-fn from_kept(kept: u64) -> SystemTime {
-    let nanos = kept as i64;
+/// The time `nanos` nanoseconds from the Unix epoch (negative: before it),
+/// as `unix_nanos` gives it.
+#[must_use]
+pub fn from_unix_nanos(nanos: i64) -> SystemTime {
     let offset = Duration::from_nanos(nanos.unsigned_abs());
     if nanos >= 0 {
         SystemTime::UNIX_EPOCH + offset
     } else {
         SystemTime::UNIX_EPOCH - offset
     }
+}
+
+/// The time a kept value stands for.
+fn from_kept(kept: u64) -> SystemTime {
+    from_unix_nanos(kept as i64)
 }
 
 impl Time {
