@@ -10,72 +10,22 @@
 //! written and can be reused.
 
 mod common;
+// Not a module of `common`: it holds `unsafe` code, which some test
+// binaries forbid.
+#[path = "common/counting.rs"]
+mod counting;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
+use counting::{count, Counting};
 use logbus::{AppendError, Appender, Broker, Journal, LevelFilter, Record, Subscription};
-
-/// The system allocator, counting the allocations (and reallocations) made
-/// on a thread while its flag is set.
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    /// Const-initialised and without a destructor: reading it from inside
-    /// the allocator allocates nothing.
-    static COUNTED: Cell<bool> = const { Cell::new(false) };
-}
-
-fn count() {
-    if COUNTED.try_with(Cell::get).unwrap_or(false) {
-        // Relaxed: a counter read after the counted thread's own calls.
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: every method forwards to `System` with the caller's arguments,
-// so `System`'s guarantees are this allocator's; counting allocates nothing.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: as for `alloc`.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System` with `layout` (every method
-        // above allocates there).
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: as for `dealloc`, and the caller upholds `realloc`'s
-        // contract for `new_size`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
 /// How many allocations the calling thread makes in `f`.
 fn allocations(f: impl FnOnce()) -> u64 {
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    COUNTED.with(|counted| counted.set(true));
-    f();
-    COUNTED.with(|counted| counted.set(false));
-    ALLOCATIONS.load(Ordering::Relaxed) - before
+    count(f).1
 }
 
 /// Reads each record's message (formatting it, when nobody did), keeps

@@ -29,8 +29,7 @@
 //! timestamp writer the floors use (`write_ts`), so that they are compared on
 //! their machinery and not on how fast chrono formats a date.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::fs::File;
 use std::hint::black_box;
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -184,56 +183,14 @@ impl std::fmt::Display for Ts {
 // ---------------------------------------------------------------------------
 // Counting the callers' allocations.
 
-/// The system allocator, counting the allocations made on a thread while
-/// its flag is set.
-struct Counting;
+#[path = "../../../tests/common/counting.rs"]
+mod counting;
 
-thread_local! {
-    /// Const-initialised, without destructors: reading them inside the
-    /// allocator allocates nothing (with native thread-locals, as on
-    /// Linux; where they fall back to OS keys the first access allocates).
-    static COUNTED: Cell<bool> = const { Cell::new(false) };
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
+#[global_allocator]
+static ALLOCATOR: counting::Counting = counting::Counting;
 
 /// Every calling thread's count, added when the thread is done.
 static CALLER_ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-fn count() {
-    if COUNTED.try_with(Cell::get).unwrap_or(false) {
-        let _ = ALLOCS.try_with(|n| n.set(n.get() + 1));
-    }
-}
-
-// SAFETY: every method forwards to `System` with the caller's arguments;
-// counting allocates nothing.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: as for `alloc`.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System` with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: as for `dealloc`; the caller upholds `realloc`'s contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
 
 // ---------------------------------------------------------------------------
 // The workload.
@@ -253,15 +210,14 @@ fn drive<F: Fn(u64) + Sync>(threads: usize, records: u64, log: F) -> (Vec<u32>, 
                         let mut lat = Vec::with_capacity((records / threads as u64 + 1) as usize);
                         barrier.wait();
                         let mut i = t;
+                        let mut allocs = 0;
                         while i < records {
                             let t0 = Instant::now();
-                            COUNTED.set(true);
-                            log(i);
-                            COUNTED.set(false);
+                            allocs += counting::count(|| log(i)).1;
                             lat.push(t0.elapsed().as_nanos().min(u128::from(u32::MAX)) as u32);
                             i += threads as u64;
                         }
-                        CALLER_ALLOCS.fetch_add(ALLOCS.get(), Ordering::Relaxed);
+                        CALLER_ALLOCS.fetch_add(allocs, Ordering::Relaxed);
                         lat
                     })
                     .expect("spawn producer")
