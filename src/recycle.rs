@@ -40,14 +40,16 @@ pub(crate) const BATCH: usize = 64;
 /// none per record. [`POOL_BYTES`] bounds what they hold.
 const POOL_RECORDS: usize = 2 * crate::queue::DEFAULT_CAPACITY;
 
-/// Most bytes the pooled records keep, as `pooled_bytes` counts them (the
-/// record, its message buffers and key-value slots; a deferred message's
-/// own buffer of at most 4 KiB and key-value strings come on top). Records
-/// with short messages (about 270 bytes each) fill [`POOL_RECORDS`] under
-/// it; records that kept big buffers fill it sooner and the rest is freed,
-/// so a flood of long messages does not leave the pool holding each
-/// record's biggest buffers after it.
-const POOL_BYTES: usize = 5 << 20;
+/// Most bytes the pooled records hold, as `held_bytes` counts them (the
+/// record and every buffer it keeps: message, spare and deferred buffers,
+/// key-value slots and strings, an owned location). A record with a short
+/// message and no key-values holds about 300 bytes (a deferred one about
+/// 600), so such records fill [`POOL_RECORDS`] (or most of it) under the
+/// bound; records that kept big buffers fill it sooner and the rest is
+/// freed, so a flood of long messages does not leave the pool holding each
+/// record's biggest buffers after it (up to about 9 KiB a record: 150 MB
+/// for 16,384 records).
+const POOL_BYTES: usize = 8 << 20;
 
 /// Most recycled records a publisher's stash keeps.
 const STASH_CAP: usize = 2 * BATCH;
@@ -111,16 +113,26 @@ impl Recycled {
     }
 
     /// Lets `rewrite` change the record, then gives it back shared.
-    pub(crate) fn reuse(self, rewrite: impl FnOnce(&mut Record)) -> Arc<Record> {
-        let arc = self.0;
-        // SAFETY: `arc` is the only reference to the record (the type's
+    pub(crate) fn reuse(mut self, rewrite: impl FnOnce(&mut Record)) -> Arc<Record> {
+        rewrite(self.record_mut());
+        self.0
+    }
+
+    /// What the record holds (`held_bytes`), counted without taking its
+    /// deferred message's lock: no one else holds the record.
+    pub(crate) fn held_bytes(&mut self) -> usize {
+        produce::held_bytes_unique(self.record_mut())
+    }
+
+    /// The record, exclusively.
+    fn record_mut(&mut self) -> &mut Record {
+        // SAFETY: `self.0` is the only reference to the record (the type's
         // invariant, checked by `Arc::get_mut` in `new`), so no other
-        // reference can observe this exclusive borrow, which ends before
-        // `arc` is returned. `Arc::as_ptr` points into the allocation the
+        // reference can observe this exclusive borrow, which lives no
+        // longer than the borrow of `self` (nothing can clone or lend the
+        // `Arc` meanwhile). `Arc::as_ptr` points into the allocation the
         // `Arc` owns, and `Arc::get_mut` would hand out the same place.
-        let record = unsafe { &mut *Arc::as_ptr(&arc).cast_mut() };
-        rewrite(record);
-        arc
+        unsafe { &mut *Arc::as_ptr(&self.0).cast_mut() }
     }
 }
 
@@ -174,7 +186,7 @@ impl Pool {
     pub(crate) fn hand_back(&self) -> HandBack {
         HandBack {
             pool: self.tx.clone(),
-            pooled_bytes: Arc::clone(&self.bytes),
+            pool_bytes: Arc::clone(&self.bytes),
             batch: Vec::with_capacity(BATCH),
             batch_bytes: 0,
         }
@@ -227,7 +239,7 @@ impl Stash {
 /// at a time.
 pub(crate) struct HandBack {
     pool: Sender<Batch>,
-    pooled_bytes: Arc<AtomicUsize>,
+    pool_bytes: Arc<AtomicUsize>,
     batch: Vec<Recycled>,
     /// What `batch` holds.
     batch_bytes: usize,
@@ -237,10 +249,10 @@ impl HandBack {
     /// Keeps `record` for reuse if this worker is the last subscription done
     /// with it; sends the batch to the pool when it is full.
     pub(crate) fn release(&mut self, record: Arc<Record>) {
-        let Some(record) = Recycled::release(record, WORKER_ATTEMPTS) else {
+        let Some(mut record) = Recycled::release(record, WORKER_ATTEMPTS) else {
             return;
         };
-        self.batch_bytes += produce::pooled_bytes(&record.0);
+        self.batch_bytes += record.held_bytes();
         self.batch.push(record);
         if self.batch.len() >= BATCH {
             self.send();
@@ -254,9 +266,16 @@ impl HandBack {
             return;
         }
         let bytes = std::mem::take(&mut self.batch_bytes);
-        // Relaxed: a bound (see `Pool::bytes`).
-        if self.pooled_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes > POOL_BYTES {
-            self.pooled_bytes.fetch_sub(bytes, Ordering::Relaxed);
+        // Relaxed: a bound (see `Pool::bytes`). Looked at first, so that a
+        // batch that does not fit does not inflate the count for an
+        // instant (and make another worker's batch that fits be refused).
+        let over = |pooled: usize| pooled.saturating_add(bytes) > POOL_BYTES;
+        if over(self.pool_bytes.load(Ordering::Relaxed)) {
+            self.batch.clear();
+            return;
+        }
+        if over(self.pool_bytes.fetch_add(bytes, Ordering::Relaxed)) {
+            self.pool_bytes.fetch_sub(bytes, Ordering::Relaxed);
             self.batch.clear();
             return;
         }
@@ -264,7 +283,7 @@ impl HandBack {
         if let Err(TrySendError::Full((mut back, _)) | TrySendError::Disconnected((mut back, _))) =
             self.pool.try_send((full, bytes))
         {
-            self.pooled_bytes.fetch_sub(bytes, Ordering::Relaxed);
+            self.pool_bytes.fetch_sub(bytes, Ordering::Relaxed);
             back.clear();
             self.batch = back;
         }
@@ -274,7 +293,8 @@ impl HandBack {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use logbus_appenders::{Level, Topic};
+    use logbus_appenders::{Level, Topic, Value};
+    use produce::Arg;
 
     fn record() -> Arc<Record> {
         Arc::new(Record::builder(Topic::new(Level::Info, "t")).seq(1).build())
@@ -353,7 +373,7 @@ mod tests {
             produce::message_buffer(&mut record).reserve(4096);
             Arc::new(record)
         };
-        let each = produce::pooled_bytes(&big());
+        let each = produce::held_bytes(&big());
         let (taken, left) = pooled(POOL_RECORDS / BATCH, big);
         assert_eq!(
             taken,
@@ -361,6 +381,34 @@ mod tests {
             "{each} bytes each"
         );
         assert_eq!(left, 0);
+        // A deferred message formatted wide (its text in the deferred box),
+        // and a key-value's owned string: counted the same way.
+        const FORMAT: &str = "{:>3000} and {}";
+        const PIECES: [produce::Piece; produce::pieces(FORMAT)] = produce::parse(FORMAT);
+        static TEMPLATE: produce::Template = produce::Template::new(FORMAT, &PIECES, 2);
+        let deferred = || {
+            let mut record = Record::builder(Topic::new(Level::Info, "t")).seq(1).build();
+            produce::set_message_deferred(&mut record, &TEMPLATE, &[Arg::U8(1), Arg::U8(2)]);
+            assert_eq!(record.message().len(), 3000 + " and 2".len());
+            Arc::new(record)
+        };
+        let with_kv = || {
+            let mut record = Record::builder(Topic::new(Level::Info, "t")).seq(1).build();
+            let value = Value::Str("v".repeat(4096).into());
+            produce::push_kv(&mut record, "k".into(), value);
+            Arc::new(record)
+        };
+        for make in [&deferred as &dyn Fn() -> Arc<Record>, &with_kv] {
+            let each = produce::held_bytes(&make());
+            assert!(each > 3000, "{each} bytes");
+            let (taken, left) = pooled(POOL_RECORDS / BATCH, make);
+            assert_eq!(
+                taken,
+                POOL_BYTES / (each * BATCH) * BATCH,
+                "{each} bytes each"
+            );
+            assert_eq!(left, 0);
+        }
     }
 
     #[test]

@@ -73,6 +73,18 @@ struct Inner {
 }
 
 impl Inner {
+    /// What the box holds, its buffer holding `buffer` bytes.
+    fn held_bytes(&self, buffer: usize, alloc: impl Fn(usize) -> usize) -> usize {
+        let text = match self.text.get() {
+            Some(Cow::Owned(text)) => alloc(text.capacity()),
+            _ => 0,
+        };
+        alloc(std::mem::size_of::<Inner>())
+            + alloc(self.args.capacity() * std::mem::size_of::<Arg>())
+            + text
+            + alloc(buffer)
+    }
+
     fn format(&self) -> Cow<'static, str> {
         let mut text =
             std::mem::take(&mut *self.buffer.lock().unwrap_or_else(PoisonError::into_inner));
@@ -195,23 +207,26 @@ impl Deferred {
     /// rounding, as `held_bytes` counts).
     pub(crate) fn held_bytes(&self, alloc: impl Fn(usize) -> usize) -> usize {
         let Some(inner) = &self.0 else { return 0 };
-        let text = match inner.text.get() {
-            Some(Cow::Owned(text)) => alloc(text.capacity()),
-            _ => 0,
-        };
         // A poisoned lock still holds its buffer (`format` and `reset` use
         // it all the same): it counts.
-        let buffer = alloc(
-            inner
-                .buffer
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .capacity(),
-        );
-        alloc(std::mem::size_of::<Inner>())
-            + alloc(inner.args.capacity() * std::mem::size_of::<Arg>())
-            + text
-            + buffer
+        let buffer = inner
+            .buffer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .capacity();
+        inner.held_bytes(buffer, alloc)
+    }
+
+    /// [`held_bytes`](Deferred::held_bytes) of a record no one else holds:
+    /// the buffer read without its lock.
+    pub(crate) fn held_bytes_mut(&mut self, alloc: impl Fn(usize) -> usize) -> usize {
+        let Some(inner) = &mut self.0 else { return 0 };
+        let buffer = inner
+            .buffer
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .capacity();
+        inner.held_bytes(buffer, alloc)
     }
 }
 

@@ -106,13 +106,28 @@ pub fn fit_for_retention(record: &mut Record) {
 /// allocator's 16-byte header and rounding. What logbus' journal counts.
 #[must_use]
 pub fn held_bytes(record: &Record) -> usize {
-    fn alloc(bytes: usize) -> usize {
-        if bytes == 0 {
-            0
-        } else {
-            bytes.div_ceil(16) * 16 + 16
-        }
+    held(record, record.deferred.held_bytes(alloc))
+}
+
+/// [`held_bytes`] of a record no one else holds (the record pool's byte
+/// bound): the same count, without taking the deferred message's lock.
+#[must_use]
+pub fn held_bytes_unique(record: &mut Record) -> usize {
+    let deferred = record.deferred.held_bytes_mut(alloc);
+    held(record, deferred)
+}
+
+/// `bytes` as the allocator holds them: a 16-byte header, rounded up to 16.
+fn alloc(bytes: usize) -> usize {
+    if bytes == 0 {
+        0
+    } else {
+        bytes.div_ceil(16) * 16 + 16
     }
+}
+
+/// [`held_bytes`] with the deferred message's part already counted.
+fn held(record: &Record, deferred: usize) -> usize {
     #[allow(clippy::ptr_arg)] // it is the Cow's ownership that counts
     fn cow(text: &Cow<'static, str>) -> usize {
         match text {
@@ -122,8 +137,7 @@ pub fn held_bytes(record: &Record) -> usize {
     }
     // The `Arc`'s two counts and the record.
     let mut bytes = alloc(2 * std::mem::size_of::<usize>() + std::mem::size_of::<Record>());
-    bytes += cow(&record.message) + alloc(record.spare.capacity());
-    bytes += record.deferred.held_bytes(alloc);
+    bytes += cow(&record.message) + alloc(record.spare.capacity()) + deferred;
     bytes += record.module_path.as_ref().map_or(0, cow) + record.file.as_ref().map_or(0, cow);
     bytes += alloc(record.kv.capacity() * std::mem::size_of::<(Cow<'static, str>, Value)>());
     for (key, value) in &record.kv {
@@ -135,25 +149,6 @@ pub fn held_bytes(record: &Record) -> usize {
         }
     }
     bytes
-}
-
-/// What a pooled record keeps, cheaply, for the record pool's byte bound:
-/// its shared allocation, its message and spare buffers and its key-value
-/// slots, by capacity. Not counted (and so on top of the bound): a
-/// deferred message's own buffers (reading one takes a lock; at most 4 KiB
-/// are kept) and the key-values' strings, freed when the record is reused.
-#[must_use]
-#[inline]
-pub fn pooled_bytes(record: &Record) -> usize {
-    let message = match &record.message {
-        Cow::Owned(text) => text.capacity(),
-        Cow::Borrowed(_) => 0,
-    };
-    2 * std::mem::size_of::<usize>()
-        + std::mem::size_of::<Record>()
-        + message
-        + record.spare.capacity()
-        + record.kv.capacity() * std::mem::size_of::<(Cow<'static, str>, Value)>()
 }
 
 /// Sets a literal message (not copied).
