@@ -422,6 +422,7 @@ impl Drop for PublishGate<'_, '_> {
                 if let Some(lane) = &mut self.lanes[i as usize] {
                     lane.leave();
                     let counters = &self.snapshot.entries[i as usize].sub.counters;
+                    // `|=`, not `||`: every lane's cede state is updated.
                     cede |= lane.should_cede(|| Counters::get(&counters.taken));
                 }
             }

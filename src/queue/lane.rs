@@ -335,12 +335,14 @@ pub(crate) struct LaneProducer {
     retired: Vec<Arc<Lane>>,
     /// Whether a push inside the current gate evicted a record to make
     /// room; how many log calls that evicted came since the last one that
-    /// was due to cede, modulo [`CEDE_EVERY`]; and the worker's count of
-    /// taken records when this lane last ceded (see `should_cede`).
+    /// was due to cede, that one included, modulo [`CEDE_EVERY`] (kept
+    /// across floods and ring swaps); and the worker's count of taken
+    /// records at the last due call (see `should_cede`).
     evicted: bool,
     evicting_calls: u32,
     taken_when_ceded: Option<u64>,
-    /// Cedes since the worker last moved.
+    /// Due calls since the worker's count last moved, suppressed ones
+    /// included (saturating).
     cedes_unanswered: u32,
 }
 
@@ -438,8 +440,9 @@ impl LaneProducer {
 
     /// Whether the publisher should cede its core after this log call
     /// (`queue::cede`), asked once per log call after it left the gate: a
-    /// push inside the gate evicted a record, this is the lane's first such
-    /// call or a multiple of [`CEDE_EVERY`] after it, and the worker took
+    /// push inside the gate evicted a record, this is this producer's first
+    /// such call ever or a multiple of [`CEDE_EVERY`] after it (the count
+    /// is not reset when a flood ends), and the worker took
     /// records within this lane's last [`CEDES_UNANSWERED`] cedes (`taken`
     /// reads the subscription's count of records taken; a worker stuck in
     /// its appender cannot use the core, and ceding to it would only slow

