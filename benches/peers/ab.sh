@@ -30,21 +30,25 @@ trap cleanup EXIT
 git -C "$here" worktree add --detach "$tree" "$base" >/dev/null
 
 build() { # build DIR OUT: the harness of the checkout at DIR, copied to OUT
-  (cd "$1/benches/peers" && cargo build --release --quiet)
+  # No stale binary can stand in for a build that failed.
+  rm -f "$CARGO_TARGET_DIR/release/logbus-peers"
+  (cd "$1/benches/peers" && cargo build --release --quiet) || return 1
   cp "$CARGO_TARGET_DIR/release/logbus-peers" "$2"
 }
 # Both sides run this checkout's harness, so that only logbus differs (the
 # harness's own timing, allocation counting and adapters too); a base whose
 # API the harness does not build against falls back to its own harness.
-cp -r "$here/src" "$here/Cargo.toml" "$here/Cargo.lock" "$work/"
 rm -rf "$tree/benches/peers/src"
-cp -r "$work/src" "$work/Cargo.toml" "$work/Cargo.lock" "$tree/benches/peers/"
+cp -r "$here/src" "$here/Cargo.toml" "$here/Cargo.lock" "$tree/benches/peers/"
+# The counting allocator the harness includes by path.
+mkdir -p "$tree/tests/common"
+cp "$here/../../tests/common/counting.rs" "$tree/tests/common/"
 if ! build "$tree" "$work/A" 2>"$work/build-A.txt"; then
   echo "the working tree's harness does not build against $base; using the base's own" >&2
   git -C "$tree" checkout -- benches/peers
-  build "$tree" "$work/A"
+  build "$tree" "$work/A" || { echo "the base's harness does not build either" >&2; exit 1; }
 fi
-build "$here/../.." "$work/B"
+build "$here/../.." "$work/B" || { echo "the working tree's harness does not build" >&2; exit 1; }
 
 # LOGGERS overrides the list (a logger the base lacks is reported FAILED and skipped).
 read -r -a loggers <<<"${LOGGERS:-floor-format floor-bufwriter logbus logbus-block}"
