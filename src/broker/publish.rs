@@ -421,9 +421,10 @@ impl Drop for PublishGate<'_, '_> {
             for &i in self.ids {
                 if let Some(lane) = &mut self.lanes[i as usize] {
                     lane.leave();
-                    let counters = &self.snapshot.entries[i as usize].sub.counters;
+                    let snapshot = self.snapshot;
+                    let taken = || Counters::get(&snapshot.entries[i as usize].sub.counters.taken);
                     // `|=`, not `||`: every lane's cede state is updated.
-                    cede |= lane.should_cede(|| Counters::get(&counters.taken));
+                    cede |= lane.should_cede(taken);
                 }
             }
         }

@@ -448,10 +448,21 @@ impl LaneProducer {
     /// its appender cannot use the core, and ceding to it would only slow
     /// the caller down).
     #[must_use]
+    #[inline]
     pub(crate) fn should_cede(&mut self, taken: impl FnOnce() -> u64) -> bool {
-        if !std::mem::take(&mut self.evicted) {
+        // Almost every call: one load and a branch, no store.
+        if !self.evicted {
             return false;
         }
+        self.evicted = false;
+        self.cede_due(taken)
+    }
+
+    /// The rest of [`should_cede`](LaneProducer::should_cede), for a call
+    /// that evicted.
+    #[cold]
+    #[inline(never)]
+    fn cede_due(&mut self, taken: impl FnOnce() -> u64) -> bool {
         let due = self.evicting_calls == 0;
         self.evicting_calls = (self.evicting_calls + 1) % CEDE_EVERY;
         if !due {
