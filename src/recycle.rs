@@ -366,39 +366,27 @@ mod tests {
         // Small records: the record bound.
         let (taken, left) = pooled(POOL_RECORDS / BATCH + 10, record);
         assert_eq!((taken, left), (POOL_RECORDS, 0));
-        // Records that kept a 4 KiB message buffer: the byte bound, whole
-        // batches only.
-        let big = || {
-            let mut record = Record::builder(Topic::new(Level::Info, "t")).seq(1).build();
-            produce::message_buffer(&mut record).reserve(4096);
-            Arc::new(record)
-        };
-        let each = produce::held_bytes(&big());
-        let (taken, left) = pooled(POOL_RECORDS / BATCH, big);
-        assert_eq!(
-            taken,
-            POOL_BYTES / (each * BATCH) * BATCH,
-            "{each} bytes each"
-        );
-        assert_eq!(left, 0);
-        // A deferred message formatted wide (its text in the deferred box),
-        // and a key-value's owned string: counted the same way.
+        // Records that kept big buffers: the byte bound, whole batches only,
+        // with each kind of buffer counted (a 4 KiB message buffer, a
+        // deferred message formatted wide into its own box, a key-value's
+        // owned string).
         const FORMAT: &str = "{:>3000} and {}";
         const PIECES: [produce::Piece; produce::pieces(FORMAT)] = produce::parse(FORMAT);
         static TEMPLATE: produce::Template = produce::Template::new(FORMAT, &PIECES, 2);
-        let deferred = || {
-            let mut record = Record::builder(Topic::new(Level::Info, "t")).seq(1).build();
-            produce::set_message_deferred(&mut record, &TEMPLATE, &[Arg::U8(1), Arg::U8(2)]);
-            assert_eq!(record.message().len(), 3000 + " and 2".len());
-            Arc::new(record)
-        };
-        let with_kv = || {
-            let mut record = Record::builder(Topic::new(Level::Info, "t")).seq(1).build();
-            let value = Value::Str("v".repeat(4096).into());
-            produce::push_kv(&mut record, "k".into(), value);
-            Arc::new(record)
-        };
-        for make in [&deferred as &dyn Fn() -> Arc<Record>, &with_kv] {
+        let kinds: [fn(&mut Record); 3] = [
+            |r| produce::message_buffer(r).reserve(4096),
+            |r| {
+                produce::set_message_deferred(r, &TEMPLATE, &[Arg::U8(1), Arg::U8(2)]);
+                assert_eq!(r.message().len(), 3000 + " and 2".len());
+            },
+            |r| produce::push_kv(r, "k".into(), Value::Str("v".repeat(4096).into())),
+        ];
+        for fill in kinds {
+            let make = || {
+                let mut record = Record::builder(Topic::new(Level::Info, "t")).seq(1).build();
+                fill(&mut record);
+                Arc::new(record)
+            };
             let each = produce::held_bytes(&make());
             assert!(each > 3000, "{each} bytes");
             let (taken, left) = pooled(POOL_RECORDS / BATCH, make);
