@@ -50,44 +50,20 @@ pub(super) fn placeholder(out: &mut String, spec: &Spec, arg: &Arg) -> fmt::Resu
 }
 
 /// `{}` and `{:?}`, the common case, without the width argument and the
-/// wrapper: `{}` of an integer, a string, a bool or a char is written by hand
-/// (std's `Display` of these, with no flags, is exactly their decimal digits
-/// after a `-`, the text, `true`/`false`, the character: the byte-identity
-/// tests compare them with std's), the rest with `write!` of the value
-/// itself.
+/// wrapper: `{}` of an integer (by `itoa`), a string, a bool or a char is
+/// written without `core::fmt` (std's `Display` of these, with no flags, is
+/// exactly their decimal digits after a `-`, the text, `true`/`false`, the
+/// character: the byte-identity tests compare them with std's), the rest
+/// with `write!` of the value itself.
 fn plain_placeholder(out: &mut String, trait_: Trait, arg: &Arg) -> fmt::Result {
     if trait_ == Trait::Display {
-        let (negative, magnitude) = match *arg {
-            Arg::U8(v) => (false, u128::from(v)),
-            Arg::U16(v) => (false, u128::from(v)),
-            Arg::U32(v) => (false, u128::from(v)),
-            Arg::U64(v) => (false, u128::from(v)),
-            Arg::Usize(v) => (false, v as u128),
-            Arg::I8(v) => (v < 0, u128::from(v.unsigned_abs())),
-            Arg::I16(v) => (v < 0, u128::from(v.unsigned_abs())),
-            Arg::I32(v) => (v < 0, u128::from(v.unsigned_abs())),
-            Arg::I64(v) => (v < 0, u128::from(v.unsigned_abs())),
-            Arg::Isize(v) => (v < 0, v.unsigned_abs() as u128),
-            Arg::Str(v) => {
-                out.push_str(v);
-                return Ok(());
-            }
-            Arg::Bool(v) => {
-                out.push_str(if v { "true" } else { "false" });
-                return Ok(());
-            }
-            Arg::Char(v) => {
-                out.push(v);
-                return Ok(());
-            }
-            // 128-bit integers and floats: std's own.
-            _ => (false, u128::MAX),
-        };
-        if magnitude <= u128::from(u64::MAX) {
-            if negative {
-                out.push('-');
-            }
-            push_decimal(out, magnitude as u64);
+        if let Arg::Char(v) = *arg {
+            out.push(v);
+            return Ok(());
+        }
+        let mut digits = itoa::Buffer::new();
+        if let Some(text) = display_text(&mut digits, arg) {
+            out.push_str(text);
             return Ok(());
         }
     }
@@ -107,34 +83,33 @@ fn plain_placeholder(out: &mut String, trait_: Trait, arg: &Arg) -> fmt::Result 
     )
 }
 
-/// Appends `value`'s decimal digits, two per division.
-fn push_decimal(out: &mut String, mut value: u64) {
-    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-        2021222324252627282930313233343536373839\
-        4041424344454647484950515253545556575859\
-        6061626364656667686970717273747576777879\
-        8081828384858687888990919293949596979899";
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    while value >= 100 {
-        // `value % 100` is below 100, so the index is in the table.
-        let pair = (value % 100) as usize * 2;
-        value /= 100;
-        start -= 2;
-        digits[start..start + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-    }
-    if value >= 10 {
-        let pair = value as usize * 2;
-        start -= 2;
-        digits[start..start + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-    } else {
-        start -= 1;
-        // Below 10, so the cast cannot truncate.
-        digits[start] = b'0' + value as u8;
-    }
-    // ASCII digits: pushed as chars, which needs no UTF-8 validation
-    // (`str::from_utf8` of the slice cost more than the digits).
-    out.extend(digits[start..].iter().map(|&digit| char::from(digit)));
+/// `{}` of `arg` as text, where std's `Display` with no flags is exactly
+/// that: an integer's decimal digits (`itoa`, into `digits`), a string, a
+/// bool. `None` for a float or a char.
+fn display_text<'a>(digits: &'a mut itoa::Buffer, arg: &Arg) -> Option<&'a str> {
+    Some(match *arg {
+        Arg::U8(v) => digits.format(v),
+        Arg::U16(v) => digits.format(v),
+        Arg::U32(v) => digits.format(v),
+        Arg::U64(v) => digits.format(v),
+        Arg::U128(v) => digits.format(v),
+        Arg::Usize(v) => digits.format(v),
+        Arg::I8(v) => digits.format(v),
+        Arg::I16(v) => digits.format(v),
+        Arg::I32(v) => digits.format(v),
+        Arg::I64(v) => digits.format(v),
+        Arg::I128(v) => digits.format(v),
+        Arg::Isize(v) => digits.format(v),
+        Arg::Str(v) => v,
+        Arg::Bool(v) => {
+            if v {
+                "true"
+            } else {
+                "false"
+            }
+        }
+        Arg::F32(_) | Arg::F64(_) | Arg::Char(_) => return None,
+    })
 }
 
 /// An argument whose `Display` is the placeholder's trait of the value,
@@ -240,7 +215,7 @@ mod tests {
         values.extend((1..20).map(|digits| 10u64.pow(digits) - 1));
         for value in values {
             let mut out = String::new();
-            push_decimal(&mut out, value);
+            plain_placeholder(&mut out, Trait::Display, &Arg::U64(value)).unwrap();
             assert_eq!(out, value.to_string());
         }
     }
