@@ -200,20 +200,20 @@ fn render_field(field: Field, record: &Record, out: &mut Vec<u8>, multiline: Mul
         Field::Target => escape_into(record.target(), out, MultilineMode::Escape),
         Field::Topic => escape_into(record.topic().as_str(), out, MultilineMode::Escape),
         Field::Seq => {
-            let _ = write!(out, "{}", record.seq());
+            out.extend_from_slice(itoa::Buffer::new().format(record.seq()).as_bytes());
         }
         Field::Msg => escape_into(record.message(), out, multiline),
         Field::Kv => render_kv(record, out, multiline),
         Field::Thread => match record.thread().name {
             Some(name) => escape_into(name, out, MultilineMode::Escape),
             None => {
-                let _ = write!(out, "{}", record.thread().id);
+                out.extend_from_slice(itoa::Buffer::new().format(record.thread().id).as_bytes());
             }
         },
         Field::File => escape_into(record.file().unwrap_or(""), out, MultilineMode::Escape),
         Field::Line => {
             if let Some(line) = record.line() {
-                let _ = write!(out, "{line}");
+                out.extend_from_slice(itoa::Buffer::new().format(line).as_bytes());
             }
         }
         Field::Module => {
