@@ -186,7 +186,6 @@ impl Layout {
 }
 
 fn render_field(field: Field, record: &Record, out: &mut Vec<u8>, multiline: MultilineMode) {
-    // Writing into a `Vec<u8>` cannot fail.
     match field {
         // One arm per name, so that each copy has a constant length (an
         // inline store, no `memcpy` call); the names are `log`'s.
