@@ -87,9 +87,11 @@
 //!
 //! Each subscription's queue is bounded ([`DEFAULT_CAPACITY`] records, and
 //! optionally bytes). When it is full, [`OverflowPolicy::DropOldest`] (the
-//! default) evicts the oldest queued record, `DropNewest` discards the new
-//! one, `Block` makes the caller wait and `BlockTimeout` waits a bounded
-//! time. Drops are counted exactly ([`SubscriptionStats::dropped`]), and the
+//! default) evicts the oldest queued record (and, now and then, the caller
+//! that evicted yields its time slice, so that a worker short of CPU catches
+//! up: it waits for nothing), `DropNewest` discards the new one, `Block`
+//! makes the caller wait and `BlockTimeout` waits a bounded time. Drops are
+//! counted exactly ([`SubscriptionStats::dropped`]), and the
 //! worker writes one WARN record per burst saying how many were dropped.
 //!
 //! # Order
