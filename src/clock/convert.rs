@@ -463,11 +463,17 @@ mod tests {
 
     /// An exact reading `ticks_after` the origin's tick.
     fn reading(ticks_after: u64) -> Reading {
+        reading_after(ORIGIN, ticks_after)
+    }
+
+    /// An exact reading `ticks_after` `origin`'s tick (at 2.5 GHz, with
+    /// the wall clock counted from the test's epoch).
+    fn reading_after(origin: Reading, ticks_after: u64) -> Reading {
         let nanos = ticks_after * 2 / 5;
         Reading {
-            ticks: ORIGIN.ticks + ticks_after,
+            ticks: origin.ticks + ticks_after,
             wall: wall(nanos),
-            boot: ORIGIN.boot + nanos,
+            boot: origin.boot + nanos,
             slept: 0,
         }
     }
@@ -838,13 +844,7 @@ mod tests {
     };
 
     fn late(ticks_after: u64) -> Reading {
-        let nanos = ticks_after * 2 / 5;
-        Reading {
-            ticks: LATE_ORIGIN.ticks + ticks_after,
-            wall: wall(nanos),
-            boot: LATE_ORIGIN.boot + nanos,
-            slept: 0,
-        }
+        reading_after(LATE_ORIGIN, ticks_after)
     }
 
     #[test]
