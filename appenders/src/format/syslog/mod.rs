@@ -446,20 +446,9 @@ pub(crate) struct MsgStart {
     pub(crate) sd: Option<std::ops::Range<usize>>,
 }
 
-/// Writes the decimal `n` (PRI and such) without allocating.
+/// Writes the decimal `n` (PRI and such) without allocating (`itoa`).
 pub(crate) fn push_decimal(out: &mut Vec<u8>, n: u32) {
-    let mut digits = [0u8; 10];
-    let mut i = digits.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 /// Writes `<PRI>` for `record`.
