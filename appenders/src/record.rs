@@ -496,7 +496,7 @@ impl Record {
             .deferred
             .approx_len()
             .unwrap_or_else(|| self.message.len());
-        std::mem::size_of::<Record>() + message + kv
+        producer::parts_size(message) + kv
     }
 
     /// A copy of this record with extra key-values appended (used for

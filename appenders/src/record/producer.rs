@@ -13,7 +13,7 @@ use std::sync::atomic::AtomicUsize;
 
 pub use super::deferred::{parse, pieces, Arg, Piece, Plan, Template};
 pub use super::time::{from_unix_nanos, unix_nanos, Stamp};
-use super::{Record, ThreadInfo, Topic, Value};
+use super::{Record, ThreadInfo, Topic, TopicRepr, Value};
 
 /// Largest message capacity a reused record keeps; a record that carried a
 /// huge message gives its buffer back instead of pinning it.
@@ -364,5 +364,119 @@ mod tests {
         fit_for_retention(&mut record);
         assert_eq!((record.message(), is_deferred(&record)), ("'x'", false));
         assert_eq!(held_bytes(&record), held, "no new allocation");
+    }
+}
+
+/// An interned topic, as a pointer that can travel through an atomic slot
+/// ([`Parts`]). Only a topic interned for the life of the process has one.
+#[derive(Clone, Copy, Debug)]
+#[repr(transparent)]
+pub struct StaticTopic(&'static super::TopicInner);
+
+impl StaticTopic {
+    /// The interned topic's address. A `StaticTopic` is exactly this
+    /// pointer (`repr(transparent)` over a `&'static`), never null.
+    #[must_use]
+    #[inline]
+    pub fn as_ptr(self) -> *const () {
+        std::ptr::from_ref(self.0).cast()
+    }
+
+    /// The topic itself (a clone costs nothing).
+    #[must_use]
+    #[inline]
+    pub fn topic(self) -> Topic {
+        Topic(super::TopicRepr::Static(self.0))
+    }
+}
+
+/// Everything a plain record is made of, borrowed or `'static`: what a
+/// lane slot copies instead of a shared record (`src/queue/slot.rs` in the
+/// logbus crate), and what a record is built from on the other side
+/// ([`set_parts`]): a record with an interned topic, a formatted (not
+/// deferred) message or a literal, a `'static` location and no key-values.
+#[derive(Clone, Copy, Debug)]
+pub struct Parts<'a> {
+    /// The record's `seq`.
+    pub seq: u64,
+    /// The record's topic.
+    pub topic: StaticTopic,
+    /// When it was made.
+    pub stamp: Stamp,
+    /// The module path.
+    pub module_path: Option<&'static str>,
+    /// The source file.
+    pub file: Option<&'static str>,
+    /// The source line.
+    pub line: Option<u32>,
+    /// The thread that made the log call.
+    pub thread: ThreadInfo,
+    /// The message text.
+    pub message: &'a str,
+    /// The message, if it is a literal (kept without copying: the same
+    /// text as `message`).
+    pub literal: Option<&'static str>,
+}
+
+/// Rewrites `record` (one being reused, or new) into the record `parts`
+/// describe, copying the message into its buffer: what [`recycle`] and
+/// the setters do, in one pass (a worker does it for every record that
+/// travelled as parts).
+#[inline]
+pub fn set_parts(record: &mut Record, parts: &Parts<'_>) {
+    record.deferred.clear();
+    match parts.literal {
+        Some(literal) => {
+            if let Cow::Owned(text) = std::mem::replace(&mut record.message, Cow::Borrowed(literal))
+            {
+                if text.capacity() <= MAX_SPARE_CAPACITY
+                    && text.capacity() > record.spare.capacity()
+                {
+                    record.spare = text;
+                }
+            }
+        }
+        None => {
+            if let Cow::Borrowed(_) = record.message {
+                record.message = Cow::Owned(std::mem::take(&mut record.spare));
+            }
+            let text = record.message.to_mut();
+            if text.capacity() > MAX_SPARE_CAPACITY {
+                *text = String::new();
+            }
+            text.clear();
+            text.push_str(parts.message);
+        }
+    }
+    record.seq = parts.seq;
+    record.time.set(parts.stamp);
+    record.topic = parts.topic.topic();
+    record.module_path = parts.module_path.map(Cow::Borrowed);
+    record.file = parts.file.map(Cow::Borrowed);
+    record.line = parts.line;
+    record.thread = parts.thread;
+    *record.holders.0.get_mut() = 1;
+    record.kv.clear();
+    if record.kv.capacity() > 64 {
+        record.kv = Vec::new();
+    }
+}
+
+/// [`Record::approx_size`] of the record whose message is `message_len`
+/// bytes long and which has no key-values (what a record with [`Parts`]
+/// counts in a byte budget).
+#[must_use]
+#[inline]
+pub const fn parts_size(message_len: usize) -> usize {
+    std::mem::size_of::<Record>() + message_len
+}
+
+/// The topic's [`StaticTopic`], if it is interned.
+#[must_use]
+#[inline]
+pub fn static_topic(topic: &Topic) -> Option<StaticTopic> {
+    match topic.0 {
+        TopicRepr::Static(inner) => Some(StaticTopic(inner)),
+        TopicRepr::Shared(_) => None,
     }
 }
