@@ -96,10 +96,11 @@
 //!
 //! # Order
 //!
-//! Every record gets a broker-wide `seq` ([`Record::seq`]) when it is built
-//! on the caller's thread, before it is queued (a record the [`Journal`]
-//! keeps takes it under the journal's lock, once its message is
-//! formatted). What an appender sees:
+//! Every record gets a broker-wide `seq` ([`Record::seq`]) on the caller's
+//! thread, before it is queued: when it is built, or, for a plain record
+//! that travels as a copy of its parts, once its message is formatted (a
+//! record the [`Journal`] keeps takes it under the journal's lock, once its
+//! message is formatted). What an appender sees:
 //!
 //! - **Per thread, program order**, always: one thread's records reach
 //!   each appender in the order its log calls were made (their `seq`s

@@ -1,9 +1,13 @@
 //! The `log` crate backend: turning a `log::Record` into ours (under the
-//! re-entrancy rule of `thread_role.rs`), and installing a broker as the
-//! global logger. Also the broker's side of logbus's own macros
-//! (`macros.rs`): a record whose message is formatted later, on the worker.
+//! re-entrancy rule of `thread_role.rs`), or, for a plain one on a direct
+//! route, into the parts a lane slot copies (`broker/publish.rs`,
+//! `publish_direct`: the message formatted into the stack), and installing
+//! a broker as the global logger. Also the broker's side of logbus's own
+//! macros (`macros.rs`): a record whose message is formatted later, on the
+//! worker.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fmt;
 use std::panic::Location;
 use std::time::Duration;
@@ -12,8 +16,8 @@ use log::kv::{self, VisitSource, VisitValue};
 use logbus_appenders::__private_api::{self as produce, Arg, Template};
 use logbus_appenders::{Record, Value};
 
-use crate::broker::{Broker, BrokerHandle, BrokerShared};
-use crate::sanitize::{bound_str, Bounded, Intake};
+use crate::broker::{Broker, BrokerHandle, BrokerShared, Make, Text};
+use crate::sanitize::{bound_str, Bounded, Intake, SlotText};
 use crate::stats::{Counters, ShutdownReport};
 use crate::sync::{OnceLock, Ordering};
 use crate::thread_role::{self, RoutingGuard};
@@ -231,10 +235,113 @@ impl<'v> VisitValue<'v> for OwnedValue {
     }
 }
 
+thread_local! {
+    /// The direct path's buffer for a message longer than a slot: it
+    /// becomes the record's message (swapped with the record's old buffer,
+    /// kept for the next one), so a steady stream of long messages
+    /// allocates nothing either.
+    static SPILL: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// A plain `log` call (`BrokerShared::log`), for the direct path.
+struct Plain<'a, 's> {
+    broker: &'a BrokerShared,
+    record: &'a log::Record<'a>,
+    text: &'a mut SlotText<'s>,
+    /// Whether `text` formatted the message (into `text`): a second call,
+    /// after a re-route, gives that text again.
+    formatted: bool,
+}
+
+impl Make for Plain<'_, '_> {
+    const PLAIN: bool = true;
+
+    fn text(&mut self) -> Option<Text<'_>> {
+        let record = self.record;
+        let args = record.args();
+        let (message, literal) = match args.as_str() {
+            // Not copied; one longer than the size bound takes the usual
+            // path, which cuts it.
+            Some(literal) if literal.len() <= self.broker.intake.max_bytes => {
+                (literal, Some(literal))
+            }
+            Some(_) => return None,
+            None => {
+                if !self.formatted {
+                    self.formatted = true;
+                    // As in `fill`: a failing Display impl or the bound
+                    // ends the message there.
+                    let _ = fmt::Write::write_fmt(&mut *self.text, *args);
+                }
+                (self.text.in_slot()?, None)
+            }
+        };
+        Some(Text {
+            message,
+            literal,
+            module_path: record.module_path_static(),
+            file: record.file_static(),
+            line: record.line(),
+        })
+    }
+
+    fn fill(self, out: &mut Record) {
+        if !self.formatted {
+            if fill(out, self.record, &self.broker.intake) {
+                Counters::add(&self.broker.truncated, 1);
+            }
+            return;
+        }
+        if self.text.finish(produce::message_buffer(out)) {
+            Counters::add(&self.broker.truncated, 1);
+        }
+        let record = self.record;
+        locate(
+            out,
+            record.module_path_static().map(Cow::Borrowed),
+            record.file_static().map(Cow::Borrowed),
+            record.line(),
+        );
+    }
+}
+
 impl BrokerShared {
     /// The `log::Log::log` entry point.
     pub(crate) fn log(&self, record: &log::Record<'_>) {
-        self.route(record.level(), record.target(), |out| {
+        let Some(_guard) = RoutingGuard::enter() else {
+            // Relaxed: a statistic.
+            Counters::add(&self.suppressed, 1);
+            return;
+        };
+        let (level, target) = (record.level(), record.target());
+        // A plain call may take the direct path (`broker/publish.rs`).
+        let plain = self.intake.redaction.is_none()
+            && record.key_values().count() == 0
+            && (record.module_path_static().is_some() || record.module_path().is_none())
+            && (record.file_static().is_some() || record.file().is_none());
+        if plain {
+            // At thread exit the spill buffer may be gone: the usual path
+            // then routes through a temporary view.
+            let done = SPILL.try_with(|spill| {
+                // Taken only here, under the routing guard: never twice.
+                let Ok(mut spill) = spill.try_borrow_mut() else {
+                    return false;
+                };
+                let mut text = SlotText::new(self.intake.max_bytes, &mut spill);
+                let call = Plain {
+                    broker: self,
+                    record,
+                    text: &mut text,
+                    formatted: false,
+                };
+                self.publish_made(level, target, call);
+                true
+            });
+            if done == Ok(true) {
+                return;
+            }
+        }
+        self.publish(level, target, |out| {
             if fill(out, record, &self.intake) {
                 Counters::add(&self.truncated, 1);
             }

@@ -29,7 +29,8 @@ use crate::sync::{Arc, AtomicUsize, Ordering};
 /// then takes a whole batch with one channel operation.
 pub(crate) const BATCH: usize = 64;
 
-/// Most recycled records kept for reuse: two default queues' worth. The
+/// Most recycled records kept for reuse: two default queues' worth (checked
+/// where `queue::DEFAULT_CAPACITY` is). The
 /// queues' depth swings by thousands of records under a flood, and every
 /// record the pool had no room for was freed by a worker and allocated
 /// afresh by a publisher a moment later. Counted on the calling threads by
@@ -38,7 +39,7 @@ pub(crate) const BATCH: usize = 64;
 /// with three appenders; with 8,192, 16,800-52,400; with 16,384 about
 /// 18,000 in every case, the same for 1,000,000 calls: only the warm-up,
 /// none per record. [`POOL_BYTES`] bounds what they hold.
-const POOL_RECORDS: usize = 2 * crate::queue::DEFAULT_CAPACITY;
+pub(crate) const POOL_RECORDS: usize = 16_384;
 
 /// Most bytes the pooled records hold, as `held_bytes` counts them (the
 /// record and every buffer it keeps: message, spare and deferred buffers,
@@ -53,6 +54,14 @@ const POOL_BYTES: usize = 8 << 20;
 
 /// Most recycled records a publisher's stash keeps.
 const STASH_CAP: usize = 2 * BATCH;
+
+/// Most records a worker keeps for the records it builds from lane slots
+/// ([`Spares`]): two of its batches (512 records) worth.
+const SPARES_CAP: usize = 1024;
+
+/// Most bytes (`held_bytes`) a record a worker keeps as a spare may hold;
+/// one that kept a bigger buffer goes to the pool, which bounds its bytes.
+const SPARE_BYTES: usize = 1024;
 
 /// How many times the last subscription done with a record looks for the
 /// other workers to have dropped their references before it lets the record
@@ -113,6 +122,7 @@ impl Recycled {
     }
 
     /// Lets `rewrite` change the record, then gives it back shared.
+    #[inline]
     pub(crate) fn reuse(mut self, rewrite: impl FnOnce(&mut Record)) -> Arc<Record> {
         rewrite(self.record_mut());
         self.0
@@ -196,21 +206,23 @@ impl Pool {
 /// A publisher's recycled records (one per thread and broker, in its route
 /// view).
 #[derive(Default)]
-pub(crate) struct Stash(Vec<Recycled>);
+pub(crate) struct Stash {
+    records: Vec<Recycled>,
+}
 
 impl Stash {
     /// A record to rewrite: one from the stash, refilled from `pool` when
     /// empty (one channel operation per [`BATCH`] records).
     pub(crate) fn take(&mut self, pool: &Pool) -> Option<Recycled> {
-        if self.0.is_empty() {
+        if self.records.is_empty() {
             if let Ok((batch, bytes)) = pool.rx.try_recv() {
                 // Relaxed: a bound, no memory is published through it (the
                 // channel publishes the records).
                 pool.bytes.fetch_sub(bytes, Ordering::Relaxed);
-                self.0 = batch;
+                self.records = batch;
             }
         }
-        self.0.pop()
+        self.records.pop()
     }
 
     /// Takes back a record the overflow policy dropped (evicted or refused)
@@ -219,19 +231,76 @@ impl Stash {
     /// this way, and freeing it made the next log call allocate.
     /// Keeps a record the journal released, if no one else holds it.
     pub(crate) fn keep(&mut self, record: Arc<Record>) {
-        if self.0.len() < STASH_CAP {
+        if self.records.len() < STASH_CAP {
             if let Ok(recycled) = Recycled::new(record) {
-                self.0.push(recycled);
+                self.records.push(recycled);
             }
         }
     }
 
     pub(crate) fn reclaim(&mut self, record: Arc<Record>) {
         if let Some(recycled) = Recycled::release(record, 1) {
-            if self.0.len() < STASH_CAP {
-                self.0.push(recycled);
+            if self.records.len() < STASH_CAP {
+                self.records.push(recycled);
             }
         }
+    }
+}
+
+/// A worker's own recycled records, rewritten into the records it builds
+/// from lane slots (`queue/slot.rs`); fed by [`HandBack::release`].
+///
+/// A worker keeps only as many as it has needed: each time it found none,
+/// it wants one more (up to a cap). So the records of a subscription whose
+/// records are all shared (deferred messages, key-values) all go back to
+/// the pool, for the publishers.
+/// The worker trims them when it goes idle: it keeps at most what it used
+/// since the last trim, or half of what it kept, so after a burst they go
+/// back down within a few idle moments.
+pub(crate) struct Spares {
+    records: Vec<Recycled>,
+    /// How many records to keep: how often `take` found none, at most the
+    /// cap ([`SPARES_CAP`]; tests set less).
+    wanted: usize,
+    cap: usize,
+    /// Records taken since the last trim.
+    used: usize,
+}
+
+impl Default for Spares {
+    fn default() -> Spares {
+        Spares::with_cap(SPARES_CAP)
+    }
+}
+
+impl Spares {
+    /// Spares that keep at most `cap` records.
+    pub(crate) fn with_cap(cap: usize) -> Spares {
+        Spares {
+            records: Vec::new(),
+            wanted: 0,
+            cap,
+            used: 0,
+        }
+    }
+
+    /// A record to rewrite, if one is kept.
+    #[inline]
+    pub(crate) fn take(&mut self) -> Option<Recycled> {
+        self.used += 1;
+        let spare = self.records.pop();
+        if spare.is_none() && self.wanted < self.cap {
+            self.wanted += 1;
+        }
+        spare
+    }
+
+    /// Keeps at most what was used since the last trim, or half of what
+    /// was wanted, and frees the rest (the worker, idle).
+    pub(crate) fn trim(&mut self) {
+        self.wanted = self.used.max(self.wanted / 2).min(self.cap);
+        self.used = 0;
+        self.records.truncate(self.wanted);
     }
 }
 
@@ -247,12 +316,19 @@ pub(crate) struct HandBack {
 
 impl HandBack {
     /// Keeps `record` for reuse if this worker is the last subscription done
-    /// with it; sends the batch to the pool when it is full.
-    pub(crate) fn release(&mut self, record: Arc<Record>) {
+    /// with it: in the worker's `spares` while they have room (and the
+    /// record holds little), otherwise in the batch, sent to the pool when
+    /// it is full.
+    pub(crate) fn release(&mut self, record: Arc<Record>, spares: &mut Spares) {
         let Some(mut record) = Recycled::release(record, WORKER_ATTEMPTS) else {
             return;
         };
-        self.batch_bytes += record.held_bytes();
+        let held = record.held_bytes();
+        if spares.records.len() < spares.wanted && held <= SPARE_BYTES {
+            spares.records.push(record);
+            return;
+        }
+        self.batch_bytes += held;
         self.batch.push(record);
         if self.batch.len() >= BATCH {
             self.send();
@@ -295,6 +371,30 @@ mod tests {
     use super::*;
     use logbus_appenders::{Level, Topic, Value};
     use produce::Arg;
+
+    /// A worker keeps as many spares as it needed, and gives them up over
+    /// its idle moments once it needs fewer.
+    #[test]
+    fn spares_follow_what_the_worker_needs() {
+        let mut spares = Spares::default();
+        let mut hand_back = Pool::new().hand_back();
+        for _ in 0..10 {
+            assert!(spares.take().is_none());
+        }
+        for _ in 0..12 {
+            hand_back.release(record(), &mut spares);
+        }
+        assert_eq!(spares.records.len(), 10, "as many as it wanted");
+        spares.trim();
+        assert_eq!(spares.records.len(), 10, "it used them all since");
+        spares.trim();
+        spares.trim();
+        assert_eq!((spares.wanted, spares.records.len()), (2, 2));
+        let mut none = Spares::with_cap(0);
+        assert!(none.take().is_none());
+        hand_back.release(record(), &mut none);
+        assert!(none.records.is_empty());
+    }
 
     fn record() -> Arc<Record> {
         Arc::new(Record::builder(Topic::new(Level::Info, "t")).seq(1).build())
@@ -351,7 +451,7 @@ mod tests {
         let pool = Pool::new();
         let mut hand_back = pool.hand_back();
         for _ in 0..batches * BATCH {
-            hand_back.release(make());
+            hand_back.release(make(), &mut Spares::with_cap(0));
         }
         let mut taken = 0;
         let mut stash = Stash::default();
@@ -410,19 +510,19 @@ mod tests {
         let mut hand_back = pool.hand_back();
         let mut stash = Stash::default();
         for _ in 0..BATCH - 1 {
-            hand_back.release(record());
+            hand_back.release(record(), &mut Spares::with_cap(0));
         }
         assert!(
             stash.take(&pool).is_none(),
             "a batch travels only when full"
         );
-        hand_back.release(record());
+        hand_back.release(record(), &mut Spares::with_cap(0));
         assert!(stash.take(&pool).is_some());
-        assert_eq!(stash.0.len(), BATCH - 1);
+        assert_eq!(stash.records.len(), BATCH - 1);
         // A publisher keeps what its own policy dropped, up to its cap.
         for _ in 0..3 * BATCH {
             stash.reclaim(record());
         }
-        assert_eq!(stash.0.len(), STASH_CAP);
+        assert_eq!(stash.records.len(), STASH_CAP);
     }
 }

@@ -14,6 +14,11 @@
 //! same way, and so is a literal message. Each truncated record counts
 //! once in [`BrokerStats::truncated`](crate::BrokerStats::truncated).
 //!
+//! The direct path (`broker/publish.rs`) formats through [`SlotText`]
+//! instead: into the caller's stack while the message fits a lane slot
+//! (and the bound), then, a longer one, on into the thread's spill buffer
+//! through [`Bounded`], so the bound and its mark are the same.
+//!
 //! Memory: a record holds at most the bound per field, so logging one
 //! huge message raises the peak resident memory by at most about twice
 //! the bound (the record, and an appender's render buffer) plus the few
@@ -37,6 +42,7 @@ use std::fmt;
 use logbus_appenders::__private_api as produce;
 use logbus_appenders::{Record, Value};
 
+use crate::queue::INLINE_TEXT;
 use crate::sync::Arc;
 
 /// The default of [`Builder::max_record_bytes`](crate::Builder::max_record_bytes):
@@ -197,11 +203,17 @@ impl<'a> Bounded<'a> {
     /// Appends the marker if anything was cut; returns whether it was.
     #[inline]
     pub(crate) fn finish(self) -> bool {
+        self.finish_buffer().0
+    }
+
+    /// [`finish`](Bounded::finish), giving the buffer back too.
+    #[inline]
+    pub(crate) fn finish_buffer(self) -> (bool, &'a mut String) {
         if self.dropped == 0 {
-            return false;
+            return (false, self.buffer);
         }
         mark(self.buffer, self.dropped, self.stopped);
-        true
+        (true, self.buffer)
     }
 
     /// A chunk that does not fit: keep what does, or stop the formatting
@@ -231,6 +243,102 @@ impl fmt::Write for Bounded<'_> {
         } else {
             self.overflow(s)
         }
+    }
+}
+
+/// Most capacity the direct path's spill buffer keeps between calls.
+const SPILL_CAPACITY: usize = 4096;
+
+/// A direct log call's message (`broker/publish.rs`): formatted into the
+/// stack while it fits a slot (`queue/slot.rs`) and the size bound, then,
+/// a longer one, into the spill buffer within the bound ([`Bounded`]).
+pub(crate) struct SlotText<'s> {
+    stack: [u8; INLINE_TEXT],
+    len: usize,
+    /// The stack's limit: the slot's, or the size bound if smaller.
+    limit: usize,
+    max: usize,
+    spill: Option<&'s mut String>,
+    spilled: Option<Bounded<'s>>,
+}
+
+impl<'s> SlotText<'s> {
+    pub(crate) fn new(max: usize, spill: &'s mut String) -> SlotText<'s> {
+        SlotText {
+            stack: [0; INLINE_TEXT],
+            len: 0,
+            limit: INLINE_TEXT.min(max),
+            max,
+            spill: Some(spill),
+            spilled: None,
+        }
+    }
+
+    /// The message, if it stayed in the stack.
+    pub(crate) fn in_slot(&self) -> Option<&str> {
+        if self.spilled.is_some() {
+            return None;
+        }
+        Some(self.stacked())
+    }
+
+    /// The text in the stack.
+    fn stacked(&self) -> &str {
+        // SAFETY: `write_str` copies in only whole `&str`s, so the first
+        // `len` bytes are UTF-8 (checking would cost as much as the copy).
+        unsafe { std::str::from_utf8_unchecked(&self.stack[..self.len]) }
+    }
+
+    /// Moves the message into `buffer` (a record's message buffer);
+    /// returns whether the bound cut it.
+    pub(crate) fn finish(&mut self, buffer: &mut String) -> bool {
+        match self.spilled.take() {
+            Some(bounded) => {
+                let (truncated, spill) = bounded.finish_buffer();
+                // The record takes the message; its old buffer is kept.
+                std::mem::swap(buffer, spill);
+                spill.clear();
+                if spill.capacity() > SPILL_CAPACITY {
+                    *spill = String::new();
+                }
+                truncated
+            }
+            None => {
+                buffer.push_str(self.stacked());
+                false
+            }
+        }
+    }
+
+    /// A chunk that does not fit the stack: the message moves to the spill
+    /// buffer, and formatting goes on there within the bound.
+    #[cold]
+    fn spill_over(&mut self, s: &str) -> fmt::Result {
+        let Some(spill) = self.spill.take() else {
+            return Err(fmt::Error);
+        };
+        spill.clear();
+        spill.push_str(self.stacked());
+        let mut bounded = Bounded::new(spill, self.max);
+        let result = fmt::Write::write_str(&mut bounded, s);
+        self.spilled = Some(bounded);
+        result
+    }
+}
+
+impl fmt::Write for SlotText<'_> {
+    #[inline]
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if let Some(spilled) = &mut self.spilled {
+            return spilled.write_str(s);
+        }
+        let end = self.len + s.len();
+        if end > self.limit {
+            return self.spill_over(s);
+        }
+        self.stack[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
     }
 }
 

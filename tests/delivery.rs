@@ -512,3 +512,60 @@ fn each_predicate_runs_once_per_record() {
         .collect();
     assert_eq!(matched, [1, 0, 1]);
 }
+
+/// A record on the direct path (one subscription, no predicate: the caller
+/// builds no record, the worker builds it from the lane slot's copy) reads
+/// exactly as the same call's record on the usual path (a predicate that
+/// takes everything keeps it there): message, how it is held, location,
+/// thread, topic; for short, literal, long and cut messages.
+#[test]
+fn the_direct_path_makes_the_records_the_usual_path_makes() {
+    let direct = common::broker();
+    let (direct_mem, direct_seen) = Memory::new();
+    direct
+        .subscribe(Subscription::builder("direct", direct_mem))
+        .unwrap();
+    let usual = common::broker();
+    let (usual_mem, usual_seen) = Memory::new();
+    usual
+        .subscribe(Subscription::builder("usual", usual_mem).filter(|_: &Record| true))
+        .unwrap();
+    let long = "x".repeat(300);
+    let huge = "y".repeat(100_000);
+    let before = std::time::SystemTime::now();
+    for broker in [&direct, &usual] {
+        let n = std::hint::black_box(42);
+        log::info!(logger: broker, target: "app::db", "short {n}");
+        log::warn!(logger: broker, target: "app::db", "a literal longer than the fifty-six bytes a slot holds, not copied");
+        log::error!(logger: broker, target: "app::db", "long {n} {long}");
+        log::info!(logger: broker, target: "app::db", "cut {n} {huge}");
+        broker.flush().unwrap();
+    }
+    let after = std::time::SystemTime::now();
+    let (direct_records, usual_records) = (direct_seen.records(), usual_seen.records());
+    assert_eq!(direct_records.len(), 4);
+    assert_eq!(usual_records.len(), 4);
+    for (d, u) in direct_records.iter().zip(&usual_records) {
+        assert_eq!(d.message(), u.message());
+        assert_eq!(
+            matches!(d.message_cow(), Cow::Borrowed(_)),
+            matches!(u.message_cow(), Cow::Borrowed(_)),
+            "{}",
+            d.message()
+        );
+        assert_eq!(d.topic(), u.topic());
+        assert_eq!(d.module_path(), u.module_path());
+        assert_eq!(d.file(), u.file());
+        assert_eq!(d.thread(), u.thread());
+        assert!(d.key_values().is_empty() && u.key_values().is_empty());
+        assert!(d.time() >= before && d.time() <= after);
+    }
+    assert!(matches!(direct_records[1].message_cow(), Cow::Borrowed(_)));
+    assert!(
+        direct_records[3].message().len() < huge.len(),
+        "cut by the size bound"
+    );
+    for broker in [&direct, &usual] {
+        assert_eq!(broker.stats().truncated, 1);
+    }
+}

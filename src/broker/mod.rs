@@ -21,6 +21,7 @@ mod config;
 mod journal;
 mod lifecycle;
 mod publish;
+pub(crate) use self::publish::{Make, Text};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -557,6 +558,72 @@ mod tests {
         fn flush(&mut self) -> Result<(), AppendError> {
             Ok(())
         }
+    }
+
+    /// A plain call for the tests: its message, or `None` for one longer
+    /// than a slot; it notes which of its two ways was taken.
+    struct Call<'a> {
+        message: Option<&'static str>,
+        ways: &'a mut Vec<&'static str>,
+    }
+
+    impl super::Make for Call<'_> {
+        const PLAIN: bool = true;
+
+        fn text(&mut self) -> Option<super::Text<'_>> {
+            self.ways.push("text");
+            self.message.map(|message| super::Text {
+                message,
+                literal: None,
+                module_path: Some("m"),
+                file: Some("f.rs"),
+                line: Some(1),
+            })
+        }
+
+        fn fill(self, out: &mut Record) {
+            self.ways.push("fill");
+            let message = self.message.unwrap_or("made before, longer than a slot");
+            logbus_appenders::__private_api::message_buffer(out).push_str(message);
+        }
+    }
+
+    /// The direct path takes a plain record for one subscription (and only
+    /// then), and the worker writes what the caller formatted; a message
+    /// longer than a slot goes the usual way with its text made, and a
+    /// second subscription makes the call skip the direct path unformatted.
+    #[test]
+    fn the_direct_path_takes_what_it_can_and_steps_aside_otherwise() {
+        let broker = Broker::new();
+        let tally = Tally::default();
+        broker
+            .subscribe(Subscription::builder("one", tally.clone()))
+            .unwrap();
+        let shared = &broker.handle().shared;
+        let mut ways = Vec::new();
+        for message in [Some("direct"), None] {
+            let call = Call {
+                message,
+                ways: &mut ways,
+            };
+            shared.publish_made(log::Level::Info, "app", call);
+        }
+        assert_eq!(ways, ["text", "text", "fill"]);
+        broker
+            .subscribe(Subscription::builder("two", Tally::default()))
+            .unwrap();
+        ways.clear();
+        let call = Call {
+            message: Some("shared"),
+            ways: &mut ways,
+        };
+        shared.publish_made(log::Level::Info, "app", call);
+        assert_eq!(ways, ["fill"]);
+        broker.flush().unwrap();
+        assert_eq!(
+            *tally.0.lock().unwrap(),
+            ["direct", "made before, longer than a slot", "shared"]
+        );
     }
 
     /// The whole broker on a small scale, for Miri (`.ci/miri`): two

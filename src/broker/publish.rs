@@ -22,13 +22,22 @@
 //!    (`queue/mod.rs`), the last subscription getting the caller's own
 //!    reference; the gate is left, and a worker that said it sleeps is
 //!    woken (`queue/waker.rs`).
+//!
+//! [`BrokerShared::publish_made`] takes the direct path in the common case,
+//! a plain record (an interned topic, a `'static` location, no key-values)
+//! routed to exactly one subscription with no predicate, no journal and no
+//! flight recorder: no record is built on the caller's thread. The message
+//! is formatted into the caller's stack and its parts are copied into the
+//! lane's slot (`queue/slot.rs`); the worker builds the record. So nothing
+//! the caller writes was last touched by another core but the slot, and
+//! no reference count or recycled record crosses between the threads.
 
 use logbus_appenders::__private_api as produce;
 use logbus_appenders::{Record, Topic};
 
 use super::BrokerShared;
 use crate::journal::{JournalRoute, Retention};
-use crate::queue::{self, LaneProducer, SharedPass};
+use crate::queue::{self, Item, LaneProducer, SharedPass};
 use crate::recycle::{self, Stash};
 use crate::route::{self, Routed, Snapshot};
 use crate::stats::Counters;
@@ -172,37 +181,44 @@ impl BrokerShared {
     /// Routes and enqueues one record made by `fill` (called at most once,
     /// and only if some subscription may want the record).
     pub(crate) fn publish(&self, level: log::Level, target: &str, fill: impl FnOnce(&mut Record)) {
+        self.publish_made(level, target, Fill(fill));
+    }
+
+    /// [`publish`](BrokerShared::publish) for any [`Make`]: a plain call
+    /// takes the direct path where its route allows (see the module docs).
+    pub(crate) fn publish_made(&self, level: log::Level, target: &str, make: impl Make) {
         if self.in_forked_child() {
             // Before any lock: one held by another thread at the fork stays
             // held in the child for ever (`fork.rs`).
             Counters::add(&self.dropped_after_shutdown, 1);
             return;
         }
-        let mut fill = Some(fill);
+        let mut make = Some(make);
         let mut made = Made::default();
         let routed =
-            self.with_view(|view| self.publish_in(view, level, target, &mut fill, &mut made));
+            self.with_view(|view| self.publish_in(view, level, target, &mut make, &mut made));
         if routed.is_none() {
             // This thread's views are gone (a log call from a thread-local
             // destructor at thread exit): route through a temporary view, so
             // the record is still delivered or counted.
             let mut view = route::BrokerView::temporary(self.id, self.snapshot());
-            self.publish_in(&mut view, level, target, &mut fill, &mut made);
+            self.publish_in(&mut view, level, target, &mut make, &mut made);
         }
     }
 
-    /// The body of [`publish`](BrokerShared::publish), on one view. `fill` is
-    /// taken when the record is built; `made` holds it across a re-route.
+    /// The body of [`publish`](BrokerShared::publish), on one view. `make`
+    /// is taken when the record is built (or its direct form enqueued);
+    /// `made` holds the record across a re-route.
     ///
     /// User code (formatting the message, predicates) runs before any gate
     /// is entered, so a `Display` impl or predicate that panics or blocks can
     /// never hold up an unsubscribe or a shutdown.
-    fn publish_in<F: FnOnce(&mut Record)>(
+    fn publish_in<M: Make>(
         &self,
         view: &mut route::BrokerView,
         level: log::Level,
         target: &str,
-        fill: &mut Option<F>,
+        make: &mut Option<M>,
         made: &mut Made,
     ) {
         let Made {
@@ -211,7 +227,7 @@ impl BrokerShared {
             context,
         } = made;
         loop {
-            let retry = {
+            let retry = 'route: {
                 let Routed {
                     snapshot,
                     route,
@@ -230,10 +246,20 @@ impl BrokerShared {
                     self.count_after_shutdown(snapshot, &route.entries);
                     return;
                 }
+                if M::PLAIN && record.is_none() && !temporary {
+                    if let Some(call) = make.as_mut() {
+                        match self.publish_direct(snapshot, route, lanes, stash, call) {
+                            Direct::Done => return,
+                            Direct::Reroute => break 'route true,
+                            Direct::Usual => {}
+                        }
+                    }
+                }
                 let built: &Arc<Record> = match record {
                     Some(r) => r,
                     None => {
-                        let Some(fill) = fill.take() else { return };
+                        let Some(make) = make.take() else { return };
+                        let fill = |out: &mut Record| make.fill(out);
                         let stash = if temporary { None } else { Some(&mut *stash) };
                         let topic = route.topic.clone();
                         let journal = snapshot.journal.as_ref().filter(|_| route.journal);
@@ -270,7 +296,8 @@ impl BrokerShared {
                     recycle::set_holders(built, chosen.ids().len(), *journaled);
                     // Enter the gate of each chosen subscription: mark our lanes
                     // busy, then one fence (see `queue/gate.rs`).
-                    let mut gate = PublishGate::enter(snapshot, lanes, chosen.ids(), temporary);
+                    let mut gate =
+                        PublishGate::enter(snapshot, lanes, chosen.ids(), temporary, false);
                     queue::gate_fence();
                     // Relaxed: ordered after the fence, which is the re-check
                     // half of the gate protocol.
@@ -301,7 +328,9 @@ impl BrokerShared {
                                     context.iter().position(|(s, _)| Arc::ptr_eq(s, sub))
                                 {
                                     for record in context.swap_remove(at).1 {
-                                        gate.push(i, record, |dropped| stash.reclaim(dropped));
+                                        gate.push(i, record.into(), |dropped| {
+                                            stash.reclaim(dropped)
+                                        });
                                     }
                                 }
                             }
@@ -311,7 +340,7 @@ impl BrokerShared {
                                 owned.clone()
                             };
                             if let Some(shared) = shared {
-                                gate.push(i, shared, |dropped| stash.reclaim(dropped));
+                                gate.push(i, shared.into(), |dropped| stash.reclaim(dropped));
                             }
                         }
                         false
@@ -355,6 +384,129 @@ impl BrokerShared {
     }
 }
 
+/// A direct log call's message (its text, and the literal it is, if any)
+/// and where it was made, all `'static`.
+pub(crate) struct Text<'t> {
+    pub(crate) message: &'t str,
+    pub(crate) literal: Option<&'static str>,
+    pub(crate) module_path: Option<&'static str>,
+    pub(crate) file: Option<&'static str>,
+    pub(crate) line: Option<u32>,
+}
+
+/// What makes a log call's record: [`fill`](Make::fill) writes it on the
+/// usual path; a plain call (no key-values, a `'static` location, no
+/// redaction) can also give its parts' text for the direct path.
+pub(crate) trait Make {
+    /// Whether [`text`](Make::text) can give anything.
+    const PLAIN: bool;
+
+    /// Formats the message for the direct path, with the call's site:
+    /// called only on a direct route, and again after a re-route, which
+    /// gives the text made the first time (a message is never formatted
+    /// twice). `None` if it is longer than a slot.
+    fn text(&mut self) -> Option<Text<'_>>;
+
+    /// Fills the record on the usual path, with the message `text` made if
+    /// it was called (a message is never formatted twice).
+    fn fill(self, out: &mut Record);
+}
+
+/// A fill function, as [`publish`](BrokerShared::publish) takes it.
+struct Fill<F>(F);
+
+impl<F: FnOnce(&mut Record)> Make for Fill<F> {
+    const PLAIN: bool = false;
+
+    fn text(&mut self) -> Option<Text<'_>> {
+        None
+    }
+
+    fn fill(self, out: &mut Record) {
+        (self.0)(out);
+    }
+}
+
+impl BrokerShared {
+    /// The direct path on a route the usual path looked up. If it does not
+    /// take the call, the usual path does, with the message formatted
+    /// already if `call.text` was called.
+    fn publish_direct(
+        &self,
+        snapshot: &Snapshot,
+        route: &route::Route,
+        lanes: &mut [Option<LaneProducer>],
+        stash: &mut Stash,
+        call: &mut impl Make,
+    ) -> Direct {
+        let [i] = *route.entries else {
+            return Direct::Usual;
+        };
+        let entry = &snapshot.entries[i as usize];
+        if route.journal || route.recorders || entry.predicate.is_some() {
+            return Direct::Usual;
+        }
+        let Some(topic) = produce::static_topic(&route.topic) else {
+            return Direct::Usual;
+        };
+        // Before the user's `Display` code, as the usual path stamps.
+        let stamp = crate::clock::stamp();
+        let Some(text) = call.text() else {
+            return Direct::Usual;
+        };
+        // Relaxed: see `seq`.
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        let parts = produce::Parts {
+            seq,
+            topic,
+            stamp,
+            module_path: text.module_path,
+            file: text.file,
+            line: text.line,
+            thread: thread_role::thread_info(),
+            message: text.message,
+            literal: text.literal,
+        };
+        // A subscription replaying from an offset ahead of the journal
+        // starts there (`journal/replay.rs`): it skips the record, as
+        // `Chosen` says.
+        if seq < entry.start {
+            return Direct::Done;
+        }
+        // Only lengths no real call has (a 4 GiB path, a time past 2262):
+        // the seq taken is left unused, as for a record nobody wanted.
+        let Some(item) = Item::parts(&parts) else {
+            return Direct::Usual;
+        };
+        let ids = [i];
+        let mut gate = PublishGate::enter(snapshot, lanes, &ids, false, true);
+        queue::gate_fence();
+        // Relaxed, after the fence: as in `publish_in`.
+        if self.generation.load(Ordering::Relaxed) != snapshot.generation {
+            // Route again, with the text made; the seq taken is left unused.
+            return Direct::Reroute;
+        }
+        if self.closed.load(Ordering::Relaxed) {
+            self.count_after_shutdown(snapshot, &route.entries);
+            return Direct::Done;
+        }
+        gate.push(i, item, |dropped| stash.reclaim(dropped));
+        Direct::Done
+        // `gate` drops here: the lane leaves, the worker is woken.
+    }
+}
+
+/// What the direct path did with a call.
+enum Direct {
+    /// Enqueued, or counted (after shutdown), or skipped (a replay's start).
+    Done,
+    /// Not a direct route, or a message longer than a slot: the usual path
+    /// takes it on the same route.
+    Usual,
+    /// The snapshot changed under the gate: route again.
+    Reroute,
+}
+
 /// The publisher's side of the gates of the subscriptions it enqueues into
 /// (`queue/gate.rs`): its lanes' busy flags, set by `enter` and cleared when
 /// dropped (also on unwinding, so a panic cannot leave a subscription's
@@ -371,21 +523,23 @@ struct PublishGate<'v, 'i> {
 
 impl<'v, 'i> PublishGate<'v, 'i> {
     /// Marks this thread's lane into each subscription `ids` names busy,
-    /// making the lanes it lacks (or, `shared`, enters their shared gates).
-    /// The caller then issues the fence.
+    /// making the lanes it lacks (wide if `parts` will be pushed: `slot.rs`)
+    /// or, `shared`, enters their shared gates. The caller then issues the
+    /// fence.
     #[inline]
     fn enter(
         snapshot: &'v Snapshot,
         lanes: &'v mut [Option<LaneProducer>],
         ids: &'i [u32],
         shared: bool,
+        parts: bool,
     ) -> PublishGate<'v, 'i> {
         let entry = |i: u32| &*snapshot.entries[i as usize].sub;
         let shared = shared.then(|| ids.iter().map(|&i| entry(i).queue.enter_shared()).collect());
         if shared.is_none() {
             for &i in ids {
                 lanes[i as usize]
-                    .get_or_insert_with(|| entry(i).queue.new_lane())
+                    .get_or_insert_with(|| entry(i).queue.new_lane(parts))
                     .busy()
                     .enter();
             }
@@ -398,14 +552,14 @@ impl<'v, 'i> PublishGate<'v, 'i> {
         }
     }
 
-    /// Enqueues `record` into the subscription at snapshot index `i`; what
+    /// Enqueues `item` into the subscription at snapshot index `i`; what
     /// the overflow policy drops goes to `spill`.
     #[inline]
-    fn push(&mut self, i: u32, record: Arc<Record>, spill: impl FnMut(Arc<Record>)) {
+    fn push(&mut self, i: u32, item: Item<'_>, spill: impl FnMut(Arc<Record>)) {
         let sub = &*self.snapshot.entries[i as usize].sub;
         match &mut self.lanes[i as usize] {
-            Some(lane) if self.shared.is_none() => sub.push_lane(lane, record, spill),
-            _ => sub.queue.push_shared(record, &sub.counters),
+            Some(lane) if self.shared.is_none() => sub.push_lane(lane, item, spill),
+            _ => sub.queue.push_shared(item.into_record(), &sub.counters),
         }
     }
 }

@@ -30,6 +30,7 @@ use super::lane::Lane;
 use super::shared::SharedChannel;
 use super::waker::{self, Work};
 use super::Queue;
+use crate::recycle::Spares;
 use crate::sync::{Arc, Ordering};
 
 /// Records in `seq` order that the drain merges with other sources.
@@ -40,7 +41,14 @@ pub(crate) trait Source {
 
     /// Takes up to `max` of the oldest records whose `seq` is below `limit`
     /// into `out`; returns how many (0 if the oldest is not below `limit`).
-    fn take_below(&self, limit: u64, max: usize, out: &mut Vec<Arc<Record>>) -> usize;
+    /// A record that travelled as parts is rebuilt in one of `spares`.
+    fn take_below(
+        &self,
+        limit: u64,
+        max: usize,
+        out: &mut Vec<Arc<Record>>,
+        spares: &mut Spares,
+    ) -> usize;
 }
 
 impl Source for Lane {
@@ -48,8 +56,14 @@ impl Source for Lane {
         Lane::peek_seq(self)
     }
 
-    fn take_below(&self, limit: u64, max: usize, out: &mut Vec<Arc<Record>>) -> usize {
-        Lane::take_below(self, limit, max, out)
+    fn take_below(
+        &self,
+        limit: u64,
+        max: usize,
+        out: &mut Vec<Arc<Record>>,
+        spares: &mut Spares,
+    ) -> usize {
+        Lane::take_below(self, limit, max, out, spares)
     }
 }
 
@@ -61,6 +75,9 @@ pub(crate) struct Drain {
     lanes_seen: usize,
     /// Scratch for the merge: each source's oldest `seq`.
     heads: Vec<Option<u64>>,
+    /// The worker's records to rebuild records that travelled as parts
+    /// in (`slot.rs`), fed by the worker's hand-back.
+    pub(crate) spares: Spares,
 }
 
 /// What a flush must wait for: see the module docs.
@@ -85,6 +102,7 @@ impl Drain {
             lanes: Vec::new(),
             lanes_seen: usize::MAX,
             heads: Vec::new(),
+            spares: Spares::default(),
         }
     }
 
@@ -110,7 +128,14 @@ impl Drain {
         }
         self.refresh(queue);
         let before = batch.len();
-        merge(&self.lanes, &queue.shared, &mut self.heads, batch, max);
+        merge(
+            &self.lanes,
+            &queue.shared,
+            &mut self.heads,
+            batch,
+            max,
+            &mut self.spares,
+        );
         for record in &batch[before..] {
             queue.release_bytes(record);
         }
@@ -200,6 +225,7 @@ fn merge(
     heads: &mut Vec<Option<u64>>,
     batch: &mut Vec<Arc<Record>>,
     max: usize,
+    spares: &mut Spares,
 ) {
     let source = |i: usize| -> &dyn Source {
         match lanes.get(i) {
@@ -208,7 +234,7 @@ fn merge(
         }
     };
     if let ([only], 0) = (lanes, shared.len()) {
-        only.take_below(u64::MAX, max.saturating_sub(batch.len()), batch);
+        only.take_below(u64::MAX, max.saturating_sub(batch.len()), batch, spares);
         return;
     }
     // The oldest `seq` of each source, read once and then again only for
@@ -239,7 +265,7 @@ fn merge(
         let now = source(i).peek_seq();
         if now == Some(low) {
             // Seqs are unique; should two heads tie, take one of them.
-            source(i).take_below(next.max(low + 1), max - batch.len(), batch);
+            source(i).take_below(next.max(low + 1), max - batch.len(), batch, spares);
         }
         heads[i] = source(i).peek_seq();
     }
@@ -263,7 +289,7 @@ mod tests {
     fn lanes_and_the_shared_channel_come_out_in_seq_order() {
         let (queue, mut drain) = Queue::new(64, None, OverflowPolicy::Block);
         let counters = Counters::default();
-        let (mut a, mut b) = (queue.new_lane(), queue.new_lane());
+        let (mut a, mut b) = (queue.new_lane(false), queue.new_lane(false));
         for seq in [0, 3, 4, 8] {
             queue.push_lane(&mut a, record(seq), &counters, drop);
         }
@@ -287,7 +313,7 @@ mod tests {
     fn a_barrier_takes_what_was_queued_before_it() {
         let (queue, mut drain) = Queue::new(64, None, OverflowPolicy::Block);
         let counters = Counters::default();
-        let mut lane = queue.new_lane();
+        let mut lane = queue.new_lane(false);
         for seq in 0..10 {
             queue.push_lane(&mut lane, record(seq), &counters, drop);
         }
@@ -308,7 +334,7 @@ mod tests {
     fn finished_lanes_are_forgotten_once_drained() {
         let (queue, mut drain) = Queue::new(8, None, OverflowPolicy::Block);
         let counters = Counters::default();
-        let mut lane = queue.new_lane();
+        let mut lane = queue.new_lane(false);
         queue.push_lane(&mut lane, record(0), &counters, drop);
         drop(lane);
         let mut batch = Vec::new();
@@ -329,7 +355,7 @@ mod tests {
     fn linger_rounds_give_back_exactly_the_bytes_they_took() {
         let (queue, mut drain) = Queue::new(64, Some(1 << 20), OverflowPolicy::DropNewest);
         let counters = Counters::default();
-        let mut lane = queue.new_lane();
+        let mut lane = queue.new_lane(false);
         let big = Record::builder(Topic::new(Level::Info, "t"))
             .seq(10)
             .message("x".repeat(1000))

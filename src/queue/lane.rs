@@ -6,9 +6,10 @@
 //! waker check), and each one waits for a cache line the worker's core just
 //! touched; on the 2-vCPU machines we measure on that is 400-600 ns per
 //! record. A lane has a single producer (the thread that owns it, through
-//! its thread-local route view), so a push is a plain store of the record's
-//! pointer and a `Release` store of the producer's own tail index: no
-//! read-modify-write, nothing that stalls on the worker's cache lines.
+//! its thread-local route view), so a push is plain stores into the slot (a
+//! shared record's pointer, or a plain record's parts: `slot.rs`) and a
+//! `Release` store of the producer's own tail index: no read-modify-write,
+//! nothing that stalls on the worker's cache lines.
 //!
 //! # Protocol
 //!
@@ -20,9 +21,9 @@
 //! - `head` is advanced only by compare-and-swap, by the worker taking a
 //!   run of records or by the producer evicting the oldest one (drop-oldest).
 //!   Whoever's CAS moves `head` past index `i` owns record `i`: only that
-//!   party turns the slot's pointer back into an `Arc`. A party whose CAS
-//!   fails forgets the pointers it read (they were copies of a raw pointer,
-//!   never dereferenced).
+//!   party turns the slot's pointer back into an `Arc`, or builds a record
+//!   from its parts. A party whose CAS fails forgets what it read (copies
+//!   of integers and raw pointers, never dereferenced).
 //! - The producer writes slot `i` only when `i - capacity < head`, i.e. the
 //!   previous occupant was taken: the reader of that occupant read the slot
 //!   before its CAS (`AcqRel`), and the producer's `Acquire` load of `head`
@@ -34,52 +35,22 @@
 //! `head <= tail` always holds: takers take at most up to the `tail` they
 //! loaded, and the producer evicts only from a full lane.
 //!
-//! Slots are `AtomicPtr`s, so a taker reading a slot the producer is
-//! overwriting is a race on an atomic, not undefined behaviour.
+//! Every field of a slot is an atomic, so a taker reading a slot the
+//! producer is overwriting races on atomics, not undefined behaviour
+//! (`slot.rs`, "Why every field is an atomic").
 
-use std::ptr;
-
-use logbus_appenders::Record;
+use logbus_appenders::{Record, ThreadInfo};
 
 use super::budget::Budget;
 use super::gate::BusyFlag;
+use super::slot::{Evicted, Item, Reading, Ring};
 use super::{CEDES_UNANSWERED, CEDE_EVERY};
-use crate::sync::{Arc, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, CacheLine, Ordering};
+use crate::recycle::Spares;
+use crate::sync::{Arc, AtomicBool, AtomicUsize, CacheLine, Ordering};
 
-/// Most records taken by one compare-and-swap (the pointers are read into a
+/// Most records taken by one compare-and-swap (the slots are read into a
 /// stack buffer of this size first).
-const TAKE_RUN: usize = 64;
-
-/// One place in a lane: the record's pointer (from `Arc::into_raw`) and its
-/// `seq`, so that the worker can merge lanes in `seq` order without touching
-/// a record it does not own yet.
-struct Slot {
-    seq: AtomicU64,
-    record: AtomicPtr<Record>,
-}
-
-/// `size` (at least 1) empty slots, from zeroed memory: large rings come
-/// straight from the kernel (calloc over mmap), so their pages are touched
-/// only as the lane fills, not all at creation (writing every slot made
-/// each new lane cost 256 KiB of resident memory at the default capacity).
-fn zeroed_slots(size: usize) -> Box<[Slot]> {
-    // `Box::new_zeroed_slice` says this safely from Rust 1.92; we support
-    // older compilers.
-    let layout = std::alloc::Layout::array::<Slot>(size)
-        .unwrap_or_else(|_| panic!("lane of {size} slots overflows the address space"));
-    // SAFETY: `layout` has a non-zero size (`size >= 1`, `Slot` is 16
-    // bytes).
-    let raw = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<Slot>();
-    if raw.is_null() {
-        std::alloc::handle_alloc_error(layout);
-    }
-    // SAFETY: `raw` is a live allocation of `layout`, i.e. of `size` slots,
-    // from the global allocator, as `Box` requires; all-zero bytes are a
-    // valid `Slot` (an `AtomicU64` of 0 and a null `AtomicPtr`, both laid
-    // out as their integer and pointer); and the `Box` becomes its only
-    // owner.
-    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(raw, size)) }
-}
+const TAKE_RUN: usize = 32;
 
 /// The shared part of a lane.
 pub(crate) struct Lane {
@@ -94,17 +65,20 @@ pub(crate) struct Lane {
     /// Set (`Release`) when the producer is gone (its thread exited or its
     /// view moved on): once the lane is then empty, the worker forgets it.
     closed: AtomicBool,
-    slots: Box<[Slot]>,
+    slots: Ring,
     mask: usize,
     /// The most records the lane holds (at most `slots.len()`).
     capacity: usize,
     /// The subscription's places, shared with its other lanes.
     budget: Arc<Budget>,
+    /// The producer's thread (the one that made the lane): the thread of
+    /// every record that travels as parts (`slot.rs`).
+    thread: ThreadInfo,
 }
 
 impl Lane {
     /// A lane of up to `capacity` records (at least 1), drawing on `budget`.
-    fn new(capacity: usize, budget: Arc<Budget>) -> Lane {
+    fn new(capacity: usize, budget: Arc<Budget>, wide: bool) -> Lane {
         let capacity = capacity.max(1);
         let size = capacity.next_power_of_two();
         budget.lane_opened();
@@ -113,16 +87,21 @@ impl Lane {
             tail: CacheLine(AtomicUsize::new(0)),
             busy: BusyFlag::default(),
             closed: AtomicBool::new(false),
-            slots: zeroed_slots(size),
+            slots: Ring::new(size, wide),
             mask: size - 1,
             capacity,
             budget,
+            thread: crate::thread_role::thread_info(),
         }
     }
 
-    /// A new lane and its producer.
-    pub(crate) fn create(capacity: usize, budget: Arc<Budget>) -> (Arc<Lane>, LaneProducer) {
-        let lane = Lane::shared(capacity, budget);
+    /// A new lane and its producer, with a wide ring (`slot.rs`) if `wide`.
+    pub(crate) fn create(
+        capacity: usize,
+        budget: Arc<Budget>,
+        wide: bool,
+    ) -> (Arc<Lane>, LaneProducer) {
+        let lane = Lane::shared(capacity, budget, wide);
         let producer = LaneProducer {
             lane: Arc::clone(&lane),
             tail: 0,
@@ -141,8 +120,8 @@ impl Lane {
     }
 
     /// A new lane, for a producer to move to (`LaneProducer::replace`).
-    pub(crate) fn shared(capacity: usize, budget: Arc<Budget>) -> Arc<Lane> {
-        Arc::new(Lane::new(capacity, budget))
+    pub(crate) fn shared(capacity: usize, budget: Arc<Budget>, wide: bool) -> Arc<Lane> {
+        Arc::new(Lane::new(capacity, budget, wide))
     }
 
     /// Records in the lane now (a moment's reading under concurrency).
@@ -188,7 +167,7 @@ impl Lane {
             // The producer overwrites a slot only after it saw `head` move
             // past the slot's record (Acquire on `head`), so if we read an
             // overwriting seq, our reread of `head` below sees it moved.
-            let seq = self.slots[head & self.mask].seq.load(Ordering::Acquire);
+            let seq = self.slots.seq(head & self.mask).load(Ordering::Acquire);
             let now = self.head.load(Ordering::Acquire);
             if now == head {
                 return Some(seq);
@@ -202,43 +181,50 @@ impl Lane {
     /// thread's lane): its place in the budget passes to the evictor, which
     /// pushes into it. `None` if the lane is empty, its oldest record is not
     /// below `limit`, or another party took it first.
-    pub(crate) fn evict_head_below(&self, limit: u64) -> Option<Arc<Record>> {
+    pub(crate) fn evict_head_below(&self, limit: u64) -> Option<Evicted> {
         let head = self.head.load(Ordering::Acquire);
         // Acquire: pairs with the producer's `Release` store of `tail`, so
         // the slot is filled.
         if head >= self.tail.load(Ordering::Acquire) {
             return None;
         }
-        let slot = &self.slots[head & self.mask];
+        let at = head & self.mask;
         // Acquire, as in `peek_seq`; a stale or overwritten reading fails
         // the CAS below, since the slot is overwritten only after `head`
         // moved.
-        if slot.seq.load(Ordering::Acquire) >= limit {
+        let seq = self.slots.seq(at).load(Ordering::Acquire);
+        if seq >= limit {
             return None;
         }
-        let record = slot.record.load(Ordering::Relaxed);
+        let reading = self.slots.read_for_eviction(at);
         // AcqRel: as in `take_below`.
         self.head
             .compare_exchange(head, head + 1, Ordering::AcqRel, Ordering::Acquire)
             .ok()?;
-        // SAFETY: the pointer came from `Arc::into_raw` in `try_push`, and
-        // our CAS moved `head` past its index, which makes us its only
-        // owner (module docs).
-        Some(unsafe { Arc::from_raw(record) })
+        // SAFETY: our CAS moved `head` past the slot's index after we read
+        // it, which makes us its record's only owner (module docs).
+        Some(unsafe { reading.evicted(seq) })
     }
 
     /// Takes up to `max` of the oldest records into `out` (the worker's
     /// side); returns how many.
     #[cfg(test)]
     pub(crate) fn take(&self, max: usize, out: &mut Vec<Arc<Record>>) -> usize {
-        self.take_below(u64::MAX, max, out)
+        self.take_below(u64::MAX, max, out, &mut crate::recycle::Spares::default())
     }
 
     /// Takes up to `max` of the oldest records whose `seq` is below `limit`
     /// into `out`; returns how many (0 if the oldest is not below `limit`:
-    /// the merge then reads the lane's head again, which has moved).
-    pub(crate) fn take_below(&self, limit: u64, max: usize, out: &mut Vec<Arc<Record>>) -> usize {
-        let mut run = [ptr::null_mut::<Record>(); TAKE_RUN];
+    /// the merge then reads the lane's head again, which has moved). A
+    /// record that travelled as parts is rebuilt in one of `spares`.
+    pub(crate) fn take_below(
+        &self,
+        limit: u64,
+        max: usize,
+        out: &mut Vec<Arc<Record>>,
+        spares: &mut Spares,
+    ) -> usize {
+        let mut run = [Reading::EMPTY; TAKE_RUN];
         let mut taken = 0;
         while taken < max {
             let head = self.head.load(Ordering::Acquire);
@@ -248,13 +234,13 @@ impl Lane {
             let available = tail.saturating_sub(head).min(max - taken).min(TAKE_RUN);
             let mut n = 0;
             while n < available {
-                let slot = &self.slots[(head + n) & self.mask];
+                let at = (head + n) & self.mask;
                 // Acquire, as in `peek_seq`. If the producer overwrites the
                 // slot meanwhile, `head` moved and the CAS below fails.
-                if slot.seq.load(Ordering::Acquire) >= limit {
+                if self.slots.seq(at).load(Ordering::Acquire) >= limit {
                     break;
                 }
-                run[n] = slot.record.load(Ordering::Relaxed);
+                self.slots.read_into(at, &mut run[n]);
                 n += 1;
             }
             if n == 0 {
@@ -271,12 +257,11 @@ impl Lane {
                 // read may be stale. Forget it and read again.
                 continue;
             }
-            for &record in &run[..n] {
-                // SAFETY: each pointer came from `Arc::into_raw` in
-                // `try_push`, and our CAS moved `head` past its index, which
-                // makes us its only owner (module docs): no one else will
-                // turn it back.
-                out.push(unsafe { Arc::from_raw(record) });
+            for reading in &run[..n] {
+                // SAFETY: our CAS moved `head` past each slot's index after
+                // we read it, which makes us its record's only owner
+                // (module docs): no one else will take it.
+                out.push(unsafe { reading.take(self.thread, spares) });
             }
             self.budget.release(n);
             taken += n;
@@ -291,6 +276,12 @@ impl Lane {
     pub(crate) fn busy(&self) -> &BusyFlag {
         &self.busy
     }
+
+    /// The producer's thread.
+    #[cfg(test)]
+    pub(crate) fn thread(&self) -> ThreadInfo {
+        self.thread
+    }
 }
 
 impl Drop for Lane {
@@ -299,10 +290,12 @@ impl Drop for Lane {
         let head = *self.head.0.get_mut();
         let tail = *self.tail.0.get_mut();
         for i in head..tail {
-            let record = *self.slots[i & self.mask].record.get_mut();
-            // SAFETY: records in [head, tail) were pushed and never taken,
-            // so the lane still owns each pointer exactly once.
-            drop(unsafe { Arc::from_raw(record) });
+            if let Some(record) = self.slots.shared_record(i & self.mask) {
+                // SAFETY: records in [head, tail) were pushed and never
+                // taken, so the lane still owns each shared record's
+                // pointer (from `Arc::into_raw`) exactly once.
+                drop(unsafe { Arc::from_raw(record) });
+            }
         }
     }
 }
@@ -347,13 +340,18 @@ pub(crate) struct LaneProducer {
 }
 
 impl LaneProducer {
-    /// Appends `record`, or hands it back if the lane is full.
-    pub(crate) fn try_push(&mut self, record: Arc<Record>) -> Result<(), Arc<Record>> {
+    /// Appends `item`, or hands it back if the lane is full.
+    pub(crate) fn try_push<'p>(&mut self, item: impl Into<Item<'p>>) -> Result<(), Item<'p>> {
+        let item = item.into();
         let lane = &*self.lane;
+        // A lane is its thread's (its view is thread-local): the slot does
+        // not carry the thread. Parts go only into a wide ring
+        // (`LaneEnd::try_push` moves the lane first).
+        debug_assert!(!matches!(item, Item::Parts(p) if p.thread.id != lane.thread.id));
         if self.places == 0 {
             self.places = lane.budget.reserve_chunk();
             if self.places == 0 {
-                return Err(record); // the subscription is full
+                return Err(item); // the subscription is full
             }
         }
         if self.tail - self.head_seen >= lane.capacity {
@@ -361,15 +359,12 @@ impl LaneProducer {
             // to overwrite was read before.
             self.head_seen = lane.head.load(Ordering::Acquire);
             if self.tail - self.head_seen >= lane.capacity {
-                return Err(record);
+                return Err(item);
             }
         }
-        let slot = &lane.slots[self.tail & lane.mask];
-        // Release: for `peek_seq`'s reread of `head` (see there); both
-        // stores are published to takers by the `Release` store of `tail`.
-        slot.seq.store(record.seq(), Ordering::Release);
-        slot.record
-            .store(Arc::into_raw(record).cast_mut(), Ordering::Relaxed);
+        // Every store is published to takers by the `Release` store of
+        // `tail` (`slot.rs`).
+        lane.slots.put(self.tail & lane.mask, item);
         self.tail += 1;
         self.places -= 1;
         self.pushed_since_move += 1;
@@ -380,6 +375,11 @@ impl LaneProducer {
     /// The most records the producer's current lane holds.
     pub(crate) fn capacity(&self) -> usize {
         self.lane.capacity
+    }
+
+    /// Whether the producer's current lane can hold parts (`slot.rs`).
+    pub(crate) fn is_wide(&self) -> bool {
+        self.lane.slots.is_wide()
     }
 
     /// Places reserved from the budget and not used yet.
@@ -516,7 +516,7 @@ mod tests {
     fn evict(producer: &mut LaneProducer, lane: &Lane) -> Option<u64> {
         let oldest = lane.evict_head_below(u64::MAX)?;
         producer.adopt_place();
-        Some(oldest.seq())
+        Some(oldest.seq)
     }
 
     fn seqs(records: &[Arc<Record>]) -> Vec<u64> {
@@ -525,7 +525,7 @@ mod tests {
 
     #[test]
     fn fifo_and_full() {
-        let (lane, mut p) = Lane::create(3, Arc::new(Budget::new(3)));
+        let (lane, mut p) = Lane::create(3, Arc::new(Budget::new(3)), false);
         for i in 0..3 {
             assert!(p.try_push(record(i)).is_ok());
         }
@@ -544,8 +544,8 @@ mod tests {
     #[test]
     fn lanes_share_the_subscription_budget() {
         let budget = Arc::new(Budget::new(4));
-        let (a, mut pa) = Lane::create(4, Arc::clone(&budget));
-        let (_b, mut pb) = Lane::create(4, Arc::clone(&budget));
+        let (a, mut pa) = Lane::create(4, Arc::clone(&budget), false);
+        let (_b, mut pb) = Lane::create(4, Arc::clone(&budget), false);
         for i in 0..3 {
             pa.try_push(record(i)).unwrap();
         }
@@ -568,23 +568,24 @@ mod tests {
 
     #[test]
     fn a_take_below_a_limit_takes_nothing_at_or_above_it() {
-        let (lane, mut p) = Lane::create(4, Arc::new(Budget::new(4)));
+        let (lane, mut p) = Lane::create(4, Arc::new(Budget::new(4)), false);
         p.try_push(record(5)).unwrap();
         p.try_push(record(9)).unwrap();
         let mut out = Vec::new();
         // The first record too: the merge relies on it (a head that moved
         // under it must not overtake another source's older record).
-        assert_eq!(lane.take_below(5, 10, &mut out), 0);
-        assert_eq!(lane.take_below(9, 10, &mut out), 1);
+        let spares = &mut Spares::default();
+        assert_eq!(lane.take_below(5, 10, &mut out, spares), 0);
+        assert_eq!(lane.take_below(9, 10, &mut out, spares), 1);
         assert_eq!(lane.peek_seq(), Some(9));
         assert!(lane.evict_head_below(9).is_none());
-        assert_eq!(lane.evict_head_below(10).map(|r| r.seq()), Some(9));
+        assert_eq!(lane.evict_head_below(10).map(|e| e.seq), Some(9));
         assert_eq!(lane.peek_seq(), None);
     }
 
     #[test]
     fn evict_takes_the_oldest() {
-        let (lane, mut p) = Lane::create(2, Arc::new(Budget::new(2)));
+        let (lane, mut p) = Lane::create(2, Arc::new(Budget::new(2)), false);
         p.try_push(record(0)).unwrap();
         p.try_push(record(1)).unwrap();
         assert_eq!(evict(&mut p, &lane), Some(0));
@@ -597,7 +598,7 @@ mod tests {
 
     #[test]
     fn closed_lane_finishes_when_empty_and_drop_frees_leftovers() {
-        let (lane, mut p) = Lane::create(4, Arc::new(Budget::new(4)));
+        let (lane, mut p) = Lane::create(4, Arc::new(Budget::new(4)), false);
         let kept = record(7);
         p.try_push(Arc::clone(&kept)).unwrap();
         drop(p);
@@ -607,22 +608,30 @@ mod tests {
     }
 
     /// A producer that evicts when full, racing a taker: every record is
-    /// taken or evicted exactly once, each side sees its records in order,
-    /// and nothing leaks. Small under Miri, which checks the unsafe code.
+    /// taken or evicted exactly once, whole (a record that travelled as
+    /// parts comes out with its own message), each side sees its records in
+    /// order, and nothing leaks. Every other record is shared. Small under
+    /// Miri, which checks the unsafe code.
     #[test]
     fn concurrent_push_evict_take_accounts_every_record() {
         let total: u64 = if cfg!(miri) { 300 } else { 200_000 };
-        let (lane, mut p) = Lane::create(8, Arc::new(Budget::new(8)));
+        let (lane, mut p) = Lane::create(8, Arc::new(Budget::new(8)), true);
         let own = Arc::clone(&lane);
         let producer = crate::sync::thread::spawn(move || {
             let mut evicted = Vec::new();
             for i in 0..total {
-                let mut r = record(i);
+                let text = format!("message {i}");
+                let parts = crate::queue::test_parts(i, &text, own.thread());
+                let mut item = if i % 2 == 0 {
+                    Item::parts(&parts).unwrap()
+                } else {
+                    Item::Shared(record(i))
+                };
                 loop {
-                    match p.try_push(r) {
+                    match p.try_push(item) {
                         Ok(()) => break,
                         Err(back) => {
-                            r = back;
+                            item = back;
                             if let Some(old) = evict(&mut p, &own) {
                                 evicted.push(old);
                             }
@@ -637,6 +646,13 @@ mod tests {
         loop {
             out.clear();
             lane.take(5, &mut out);
+            for r in &out {
+                if r.seq() % 2 == 0 {
+                    assert_eq!(r.message(), format!("message {}", r.seq()));
+                    assert_eq!(r.line(), Some(7));
+                    assert_eq!(r.thread(), lane.thread());
+                }
+            }
             taken.extend(out.iter().map(|r| r.seq()));
             if out.is_empty() && lane.is_finished() {
                 break;

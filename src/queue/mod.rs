@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `mod.rs` | [`Queue`], [`OverflowPolicy`]: the policy that decides, over any end that says "full" |
 //! | `lane.rs` | one single-producer ring per (publishing thread, subscription): the caller's fast path |
+//! | `slot.rs` | one place in a lane: a plain record's parts copied in, or a shared record's pointer |
 //! | `shared.rs` | the channel for pushes without a lane, one more merge source |
 //! | `budget.rs` | the bounds, in records and in bytes, as one kind of budget |
 //! | `gate.rs` | the publish/remove gate every push passes |
@@ -62,6 +63,7 @@ mod front;
 mod gate;
 mod lane;
 mod shared;
+mod slot;
 mod waker;
 
 use std::time::{Duration, Instant};
@@ -71,6 +73,7 @@ use logbus_appenders::Record;
 pub(crate) use self::drain::Drain;
 pub(crate) use self::gate::{fence as gate_fence, SharedPass};
 pub(crate) use self::lane::LaneProducer;
+pub(crate) use self::slot::{Item, INLINE_TEXT};
 pub(crate) use self::waker::Work;
 
 use self::budget::Budget;
@@ -78,6 +81,7 @@ use self::drain::Source;
 use self::gate::SharedGate;
 use self::lane::Lane;
 use self::shared::SharedChannel;
+use self::slot::Evicted;
 use self::waker::Waker;
 use crate::stats::Counters;
 use crate::sync::{lock, spin_loop, thread, Arc, AtomicBool, AtomicUsize, Mutex, Ordering};
@@ -89,14 +93,21 @@ use crate::sync::{lock, spin_loop, thread, Arc, AtomicBool, AtomicUsize, Mutex, 
 /// 70-150-byte messages, hold about 2.5 MB: the whole process stayed under
 /// our 16 MiB RSS budget with four threads flooding one file (16,384 took it
 /// to 19 MB, for no fewer drops). A publishing thread's lane grows with its
-/// backlog, up to this many record pointers (16 bytes each: 128 KiB per
-/// thread and subscription under a flood), and shrinks back to 16 KiB after.
+/// backlog, up to this many slots (16 bytes each, a shared record's pointer,
+/// or 128 for a lane that carries plain records' parts: 128 KiB or 1 MiB per
+/// thread and subscription under a flood), and shrinks back after.
 pub const DEFAULT_CAPACITY: usize = 8_192;
+
+// The record pool holds two default queues' worth (`recycle.rs`).
+const _: () = assert!(crate::recycle::POOL_RECORDS == 2 * DEFAULT_CAPACITY);
 
 /// The largest queue capacity a subscription accepts, in records (2^20).
 ///
-/// A publishing thread's lane grows up to `capacity` record pointers (16
-/// bytes each) under a burst: the bound keeps one under 16 MiB.
+/// A publishing thread's lane grows up to `capacity` slots under a burst
+/// (16 bytes each, 128 for parts): the bound keeps one at 16 MiB, or 128
+/// MiB for parts. A plain record's slot is all the memory it takes (a
+/// shared record, about 300 bytes and up, takes its slot and its own
+/// allocation).
 pub const MAX_CAPACITY: usize = 1 << 20;
 
 /// What a subscription does when its queue is full.
@@ -193,18 +204,26 @@ pub(crate) const CEDES_UNANSWERED: u32 = 8;
 /// How long a publisher blocked on a full queue sleeps between looks.
 const BLOCK_NAP: Duration = Duration::from_micros(50);
 
-/// Records a new lane's ring holds (16 bytes each: 16 KiB). A lane whose ring
-/// fills while the subscription has room moves to a ring [`RING_GROWTH`]
-/// times larger, up to the capacity; one found empty after more than
-/// [`RING_QUIET`] times its size went through it without filling it moves
-/// to a ring that much smaller, and the drain frees the old ring once it is
-/// empty. So a thread's lanes hold about what it queues, not `capacity`
-/// slots each: an idle or exited thread costs 16 KiB, not up to 16 MiB at
-/// [`MAX_CAPACITY`], resident after a flood. (Starting at 64 slots, the
-/// one-thread flood of the peer comparison paid its lane's growth steps in
-/// p99.9: 511 ns against 400 with 1,024, in 7 alternating rounds. Under
-/// Miri, 64 keeps the growth test small.)
+/// Records a new lane's narrow ring holds (16-byte slots, `slot.rs`: 16
+/// KiB). A lane whose ring fills while the subscription has room moves to a
+/// ring [`RING_GROWTH`] times larger, up to the capacity; one found empty
+/// after more than [`RING_QUIET`] times its size went through it without
+/// filling it moves to a ring that much smaller, and the drain frees the
+/// old ring once it is empty. So a thread's lanes hold about what it
+/// queues, not `capacity` slots each. The shrink happens on the thread's
+/// next pushes: a thread that floods and then falls silent keeps its grown
+/// ring (up to `capacity` slots: 128 KiB narrow, 1 MiB wide, at the default
+/// capacity) until it logs again; an exited thread's lane is freed once
+/// drained. (Starting at 64 slots, the one-thread flood of the peer
+/// comparison paid its lane's growth steps in p99.9: 511 ns against 400
+/// with 1,024, in 7 alternating rounds. Under Miri, 64 keeps the growth
+/// test small.)
 const RING_START: usize = if cfg!(miri) { 64 } else { 1024 };
+
+/// Records a new wide ring holds (128-byte slots, parts: 32 KiB), and the
+/// smallest it shrinks to; a lane's first parts move it from its narrow
+/// ring to a wide one as large.
+const RING_START_WIDE: usize = if cfg!(miri) { 64 } else { 256 };
 
 /// How much larger (or smaller) a lane's ring becomes at a time.
 const RING_GROWTH: usize = 4;
@@ -314,17 +333,19 @@ impl Queue {
     }
 
     /// A new lane into this queue for the calling thread, small at first
-    /// (see [`RING_START`]).
-    pub(crate) fn new_lane(&self) -> LaneProducer {
-        let ring = self.capacity.min(RING_START);
-        let (lane, producer) = Lane::create(ring, Arc::clone(&self.records));
+    /// (see [`RING_START`]); wide (parts, `slot.rs`) if `wide`.
+    pub(crate) fn new_lane(&self, wide: bool) -> LaneProducer {
+        let start = if wide { RING_START_WIDE } else { RING_START };
+        let ring = self.capacity.min(start);
+        let (lane, producer) = Lane::create(ring, Arc::clone(&self.records), wide);
         self.registry.change(|lanes| lanes.push(lane));
         producer
     }
 
-    /// Moves `producer` to a new lane of `ring` records (inside its gate).
-    fn renew(&self, producer: &mut LaneProducer, ring: usize) {
-        let lane = Lane::shared(ring, Arc::clone(&self.records));
+    /// Moves `producer` to a new lane of `ring` records (inside its gate),
+    /// wide if `wide`.
+    fn renew(&self, producer: &mut LaneProducer, ring: usize, wide: bool) {
+        let lane = Lane::shared(ring, Arc::clone(&self.records), wide);
         self.registry.change(|lanes| lanes.push(Arc::clone(&lane)));
         producer.replace(lane);
     }
@@ -364,10 +385,10 @@ impl Queue {
     /// queue or counted in `counters.dropped`; the records dropped (the new
     /// one, or the evicted oldest) go to `spill`, for the publisher to
     /// reuse.
-    pub(crate) fn push_lane(
+    pub(crate) fn push_lane<'p>(
         &self,
         lane: &mut LaneProducer,
-        record: Arc<Record>,
+        item: impl Into<Item<'p>>,
         counters: &Counters,
         mut spill: impl FnMut(Arc<Record>),
     ) {
@@ -376,7 +397,7 @@ impl Queue {
             queue: self,
             evicted: false,
         };
-        self.push_into(&mut end, record, counters, &mut spill);
+        self.push_into(&mut end, item.into(), counters, &mut spill);
         if !end.evicted && !end.producer.peers.is_empty() {
             // The flood is over for this thread: let go of the lanes.
             end.producer.peers.clear();
@@ -392,16 +413,16 @@ impl Queue {
             channel: &self.shared,
             holds: 0,
         };
-        self.push_into(&mut end, record, counters, &mut drop);
+        self.push_into(&mut end, Item::Shared(record), counters, &mut drop);
         // Evicted records' places we did not use after all.
         self.records.release(end.holds);
     }
 
     /// The overflow policy, over any end.
-    fn push_into(
+    fn push_into<'p>(
         &self,
         end: &mut impl End,
-        record: Arc<Record>,
+        item: Item<'p>,
         counters: &Counters,
         spill: &mut impl FnMut(Arc<Record>),
     ) {
@@ -409,43 +430,41 @@ impl Queue {
             OverflowPolicy::BlockTimeout(timeout) => Instant::now().checked_add(timeout),
             _ => None,
         };
-        if !self.reserve_bytes(end, &record, deadline, counters, spill) {
-            spill(record);
+        if !self.reserve_bytes(end, &item, deadline, counters, spill) {
+            item.into_shared().map(&mut *spill);
             return;
         }
-        let mut record = record;
+        let mut item = item;
         let refused = match self.policy {
             OverflowPolicy::DropOldest => {
                 for attempt in 1..=EVICT_ATTEMPTS {
-                    match end.try_push(record) {
+                    match end.try_push(item) {
                         Ok(()) => return,
-                        Err(r) if attempt == EVICT_ATTEMPTS => record = r,
-                        Err(r) => {
-                            record = r;
+                        Err(back) if attempt == EVICT_ATTEMPTS => item = back,
+                        Err(back) => {
+                            item = back;
                             // The oldest record's place passes to us: the
                             // retry succeeds, unless the queue was drained
                             // meanwhile and another publisher took the place.
-                            if let Some(oldest) = self.evict(counters, || end.evict_oldest(self)) {
-                                spill(oldest);
-                            }
+                            self.evict(counters, spill, || end.evict_oldest(self));
                         }
                     }
                 }
-                record
+                item
             }
-            OverflowPolicy::DropNewest => match end.try_push(record) {
+            OverflowPolicy::DropNewest => match end.try_push(item) {
                 Ok(()) => return,
-                Err(r) => r,
+                Err(back) => back,
             },
             OverflowPolicy::Block | OverflowPolicy::BlockTimeout(_) => {
-                match self.wait_for(deadline, record, |r| end.try_push(r)) {
+                match self.wait_for(deadline, item, |item| end.try_push(item)) {
                     Ok(()) => return,
-                    Err(r) => r,
+                    Err(back) => back,
                 }
             }
         };
         self.discard(&refused, counters);
-        spill(refused);
+        refused.into_shared().map(spill);
     }
 
     /// Retries `attempt` with `value` (the blocking policies) until it
@@ -496,7 +515,7 @@ impl Queue {
     /// Records published concurrently can still be older than what was
     /// read (their `seq` was taken before ours, their push comes after our
     /// scan): eviction picks the oldest queued, not the oldest in flight.
-    fn take_oldest(&self, lanes: &[Arc<Lane>]) -> Option<Arc<Record>> {
+    fn take_oldest(&self, lanes: &[Arc<Lane>]) -> Option<Evicted> {
         for _ in 0..SCAN_ATTEMPTS {
             // The source with the lowest head (`None`: the shared channel)
             // and the lowest head of the others.
@@ -524,7 +543,7 @@ impl Queue {
             let limit = next.max(low + 1);
             let taken = match at {
                 Some(i) => lanes[i].evict_head_below(limit),
-                None => self.shared.evict_head_below(limit),
+                None => self.shared.evict_head_below(limit).map(Evicted::shared),
             };
             if taken.is_some() {
                 return taken;
@@ -534,7 +553,8 @@ impl Queue {
     }
 
     /// Evicts the oldest record with `take` (drop-oldest on a full queue)
-    /// and counts it; returns it.
+    /// and counts it; a shared one goes to `spill`. Returns whether there
+    /// was one.
     ///
     /// The eviction is counted *before* the record is taken out, so that no
     /// observer (a flush barrier reading the stats after the worker
@@ -547,26 +567,32 @@ impl Queue {
     fn evict(
         &self,
         counters: &Counters,
-        take: impl FnOnce() -> Option<Arc<Record>>,
-    ) -> Option<Arc<Record>> {
+        spill: &mut impl FnMut(Arc<Record>),
+        take: impl FnOnce() -> Option<Evicted>,
+    ) -> bool {
         Counters::add(&counters.dropped, 1);
         match take() {
             Some(oldest) => {
-                self.release_bytes(&oldest);
+                if let Some(bytes) = &self.bytes {
+                    bytes.release(oldest.size());
+                }
                 counters.settle_drops(1);
-                Some(oldest)
+                oldest.record.map(spill);
+                true
             }
             None => {
                 Counters::sub(&counters.dropped, 1);
-                None
+                false
             }
         }
     }
 
-    /// Counts `record`, which was queued or reserved, as dropped and
+    /// Counts `item`, which was queued or reserved, as dropped and
     /// releases its bytes.
-    fn discard(&self, record: &Record, counters: &Counters) {
-        self.release_bytes(record);
+    fn discard(&self, item: &Item<'_>, counters: &Counters) {
+        if let Some(bytes) = &self.bytes {
+            bytes.release(item.size());
+        }
         counters.record_drops(1);
     }
 
@@ -578,7 +604,7 @@ impl Queue {
     fn reserve_bytes(
         &self,
         end: &mut impl End,
-        record: &Record,
+        item: &Item<'_>,
         deadline: Option<Instant>,
         counters: &Counters,
         spill: &mut impl FnMut(Arc<Record>),
@@ -586,7 +612,8 @@ impl Queue {
         let Some(bytes) = &self.bytes else {
             return true;
         };
-        let size = record.approx_size();
+        // Only with a byte bound: a deferred record's size walks its format.
+        let size = item.size();
         let fits = match self.policy {
             OverflowPolicy::DropOldest => {
                 let mut attempts = 0;
@@ -598,9 +625,8 @@ impl Queue {
                         break false;
                     }
                     attempts += 1;
-                    match self.evict(counters, || end.evict_oldest(self)) {
-                        Some(oldest) => spill(oldest),
-                        None => break false,
+                    if !self.evict(counters, spill, || end.evict_oldest(self)) {
+                        break false;
                     }
                 }
             }
@@ -617,8 +643,7 @@ impl Queue {
         fits
     }
 
-    /// Gives back the bytes of a record leaving the queue (taken by the
-    /// drain or evicted).
+    /// Gives back the bytes of a record the drain took.
     fn release_bytes(&self, record: &Record) {
         if let Some(bytes) = &self.bytes {
             bytes.release(record.approx_size());
@@ -630,8 +655,8 @@ impl Queue {
 /// record fit, and evicts the queue's oldest record on request, taking
 /// over its place.
 trait End {
-    fn try_push(&mut self, record: Arc<Record>) -> Result<(), Arc<Record>>;
-    fn evict_oldest(&mut self, queue: &Queue) -> Option<Arc<Record>>;
+    fn try_push<'p>(&mut self, item: Item<'p>) -> Result<(), Item<'p>>;
+    fn evict_oldest(&mut self, queue: &Queue) -> Option<Evicted>;
 }
 
 /// The publisher's own lane.
@@ -648,21 +673,25 @@ impl End for LaneEnd<'_> {
     /// subscription) is full, and shrinking it back when a burst is over:
     /// a lane's memory follows its depth, not the capacity (see
     /// [`RING_START`]).
-    fn try_push(&mut self, record: Arc<Record>) -> Result<(), Arc<Record>> {
+    fn try_push<'p>(&mut self, item: Item<'p>) -> Result<(), Item<'p>> {
         let (producer, queue) = (&mut *self.producer, self.queue);
-        // Looked at once per chunk of places (at most 32 records).
-        if producer.places() == 0
-            && producer.capacity() > RING_START
-            && producer.outgrew(RING_QUIET)
-        {
-            let ring = (producer.capacity() / RING_GROWTH).max(RING_START);
-            queue.renew(producer, ring);
+        let wide = producer.is_wide();
+        if !wide && matches!(item, Item::Parts(_)) {
+            // The lane's first parts: its ring becomes wide, as large.
+            queue.renew(producer, producer.capacity(), true);
+            return producer.try_push(item);
         }
-        match producer.try_push(record) {
+        let start = if wide { RING_START_WIDE } else { RING_START };
+        // Looked at once per chunk of places (at most 32 records).
+        if producer.places() == 0 && producer.capacity() > start && producer.outgrew(RING_QUIET) {
+            let ring = (producer.capacity() / RING_GROWTH).max(start);
+            queue.renew(producer, ring, wide);
+        }
+        match producer.try_push(item) {
             // With places left, a refusal came from the ring, whose view of
             // the worker's head was just refreshed (with none, from the
             // budget, and that view may be stale: no growth then).
-            Err(record)
+            Err(item)
                 if producer.places() > 0
                     && producer.ring_is_full()
                     && producer.capacity() < queue.capacity =>
@@ -671,14 +700,14 @@ impl End for LaneEnd<'_> {
                     .capacity()
                     .saturating_mul(RING_GROWTH)
                     .min(queue.capacity);
-                queue.renew(producer, ring);
-                producer.try_push(record)
+                queue.renew(producer, ring, wide);
+                producer.try_push(item)
             }
             pushed => pushed,
         }
     }
 
-    fn evict_oldest(&mut self, queue: &Queue) -> Option<Arc<Record>> {
+    fn evict_oldest(&mut self, queue: &Queue) -> Option<Evicted> {
         self.evicted = true;
         let producer = &mut *self.producer;
         // Acquire: pairs with `Registry::change`.
@@ -699,11 +728,14 @@ struct SharedEnd<'c> {
 }
 
 impl End for SharedEnd<'_> {
-    fn try_push(&mut self, record: Arc<Record>) -> Result<(), Arc<Record>> {
-        self.channel.try_push(record, &mut self.holds)
+    fn try_push<'p>(&mut self, item: Item<'p>) -> Result<(), Item<'p>> {
+        // Only shared records come this way (`push_shared`).
+        self.channel
+            .try_push(item.into_record(), &mut self.holds)
+            .map_err(Item::Shared)
     }
 
-    fn evict_oldest(&mut self, queue: &Queue) -> Option<Arc<Record>> {
+    fn evict_oldest(&mut self, queue: &Queue) -> Option<Evicted> {
         // A rare path (dead letters, thread exit): copy the list each time.
         let mut lanes = Vec::new();
         queue.registry.copy(&mut lanes);
@@ -724,6 +756,31 @@ pub(crate) fn test_record(seq: u64) -> Arc<Record> {
     )
 }
 
+/// The parts of a plain record with `seq` and `message`, for the queue's
+/// unit tests.
+#[cfg(test)]
+pub(crate) fn test_parts(
+    seq: u64,
+    message: &str,
+    thread: logbus_appenders::ThreadInfo,
+) -> logbus_appenders::__private_api::Parts<'_> {
+    use logbus_appenders::__private_api as produce;
+    use logbus_appenders::{Level, Topic};
+    static TOPIC: crate::sync::OnceLock<Topic> = crate::sync::OnceLock::new();
+    let topic = TOPIC.get_or_init(|| Topic::leak(Level::Info, "t"));
+    produce::Parts {
+        seq,
+        topic: produce::static_topic(topic).expect("leaked"),
+        stamp: produce::Stamp::Wall(std::time::SystemTime::UNIX_EPOCH),
+        module_path: Some("m"),
+        file: Some("f.rs"),
+        line: Some(7),
+        thread,
+        message,
+        literal: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -734,7 +791,7 @@ mod tests {
     fn run(policy: OverflowPolicy, capacity: usize, n: u64) -> (Vec<u64>, Counters, Vec<u64>) {
         let (queue, mut drain) = Queue::new(capacity, None, policy);
         let counters = Counters::default();
-        let mut lane = queue.new_lane();
+        let mut lane = queue.new_lane(false);
         let mut spilled = Vec::new();
         for seq in 0..n {
             queue.push_lane(&mut lane, record(seq), &counters, |r| spilled.push(r.seq()));
@@ -764,7 +821,7 @@ mod tests {
     ) -> Vec<bool> {
         let (queue, _drain) = Queue::new(capacity, bytes, policy);
         let counters = Counters::default();
-        let mut lane = queue.new_lane();
+        let mut lane = queue.new_lane(false);
         (0..n)
             .map(|seq| {
                 queue.push_lane(&mut lane, record(seq), &counters, drop);
@@ -846,7 +903,7 @@ mod tests {
         const CAPACITY: u64 = 20 * RING_START as u64;
         let (queue, mut drain) = Queue::new(CAPACITY as usize, None, OverflowPolicy::DropNewest);
         let counters = Counters::default();
-        let mut lane = queue.new_lane();
+        let mut lane = queue.new_lane(false);
         assert_eq!(lane.capacity(), RING_START);
         for seq in 0..CAPACITY {
             queue.push_lane(&mut lane, record(seq), &counters, drop);
@@ -928,5 +985,50 @@ mod tests {
             queue.push_shared(record(6), &counters);
             assert_eq!((queue.len(), Counters::get(&counters.dropped)), (2, 3));
         }
+    }
+
+    /// Parts count in the byte budget as the records made of them do: a
+    /// mix of parts and shared records, evicted and drained, gives back
+    /// exactly what it took (the bound lets two of each in afterwards).
+    #[test]
+    fn parts_count_in_the_byte_bound_as_their_records_do() {
+        let texts: Vec<String> = (0..8).map(|i| "t".repeat(i * 5)).collect();
+        let (queue, mut drain) = Queue::new(
+            100,
+            Some(3 * record(0).approx_size() + 40),
+            OverflowPolicy::DropOldest,
+        );
+        let counters = Counters::default();
+        let mut lane = queue.new_lane(false);
+        let thread = crate::thread_role::thread_info();
+        for (seq, text) in texts.iter().enumerate() {
+            let seq = seq as u64;
+            lane.busy().enter();
+            if seq % 2 == 0 {
+                let parts = test_parts(seq, text, thread);
+                queue.push_lane(&mut lane, Item::parts(&parts).unwrap(), &counters, drop);
+            } else {
+                queue.push_lane(&mut lane, record(seq), &counters, drop);
+            }
+            lane.leave();
+        }
+        let mut batch = Vec::new();
+        drain.take_batch(&queue, &mut batch, usize::MAX);
+        let dropped = Counters::get(&counters.dropped);
+        assert_eq!(batch.len() as u64 + dropped, 8);
+        assert!(dropped > 0, "the bound evicted");
+        for record in &batch {
+            if record.seq() % 2 == 0 {
+                assert_eq!(record.message(), texts[record.seq() as usize]);
+            }
+        }
+        // Everything given back: three records' worth fit again.
+        for seq in 8..11 {
+            queue.push_lane(&mut lane, record(seq), &counters, drop);
+        }
+        assert_eq!(
+            (queue.len(), Counters::get(&counters.dropped)),
+            (3, dropped)
+        );
     }
 }

@@ -22,6 +22,7 @@ use logbus_appenders::Record;
 
 use super::budget::Budget;
 use super::drain::Source;
+use crate::recycle::Spares;
 use crate::sync::{lock, Arc, AtomicUsize, Mutex, Ordering};
 
 /// A bounded channel of shared records that can evict its oldest one.
@@ -110,7 +111,13 @@ impl Source for SharedChannel {
         lock(&self.state).records.front().map(|r| r.seq())
     }
 
-    fn take_below(&self, limit: u64, max: usize, out: &mut Vec<Arc<Record>>) -> usize {
+    fn take_below(
+        &self,
+        limit: u64,
+        max: usize,
+        out: &mut Vec<Arc<Record>>,
+        _: &mut Spares,
+    ) -> usize {
         if self.len() == 0 {
             return 0;
         }
@@ -152,8 +159,14 @@ mod tests {
         assert_eq!(holds, 0);
         assert_eq!((channel.head(), channel.tail(), channel.len()), (1, 3, 2));
         let mut out = Vec::new();
-        assert_eq!(channel.take_below(2, 10, &mut out), 1);
-        assert_eq!(channel.take_below(u64::MAX, 10, &mut out), 1);
+        assert_eq!(
+            channel.take_below(2, 10, &mut out, &mut Spares::default()),
+            1
+        );
+        assert_eq!(
+            channel.take_below(u64::MAX, 10, &mut out, &mut Spares::default()),
+            1
+        );
         assert_eq!(out.iter().map(|r| r.seq()).collect::<Vec<_>>(), [1, 2]);
         // Taking gave the places back.
         channel.try_push(record(3), &mut holds).unwrap();

@@ -13,7 +13,7 @@ use logbus_appenders::{Appender, Record};
 
 use crate::directive::Directives;
 use crate::journal::{FlightRecorder, Replay, ReplayReport};
-use crate::queue::{LaneProducer, OverflowPolicy, Queue, DEFAULT_CAPACITY};
+use crate::queue::{Item, LaneProducer, OverflowPolicy, Queue, DEFAULT_CAPACITY};
 use crate::retry::{BreakerState, CircuitBreaker, RetryPolicy};
 use crate::stats::{Counters, SubscriptionStats};
 use crate::sync::{thread, Arc, AtomicU64, Mutex, OnceLock, Ordering};
@@ -359,10 +359,10 @@ impl SubShared {
     pub(crate) fn push_lane(
         &self,
         lane: &mut LaneProducer,
-        record: Arc<Record>,
+        item: Item<'_>,
         spill: impl FnMut(Arc<Record>),
     ) {
-        self.queue.push_lane(lane, record, &self.counters, spill);
+        self.queue.push_lane(lane, item, &self.counters, spill);
     }
 
     /// Enters the gate, enqueues `record` through the shared channel,

@@ -368,6 +368,7 @@ impl Worker {
     /// The queue ran empty: report drops, then flush the appender.
     fn idle(&mut self) {
         self.report_drops();
+        self.drain.spares.trim();
         if !self.dirty {
             return;
         }

@@ -122,7 +122,7 @@ impl Worker {
         // allocation for the next batch.
         let mut batch = batch;
         for record in batch.drain(..) {
-            self.hand_back.release(record);
+            self.hand_back.release(record, &mut self.drain.spares);
         }
         self.batch = batch;
     }

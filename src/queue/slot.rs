@@ -1,0 +1,746 @@
+//! One place in a lane (`lane.rs`): a plain record's parts, or a shared
+//! record's pointer.
+//!
+//! The direct path (`broker/publish.rs`, `publish_direct`) builds no record
+//! on the caller's thread: the parts of a plain record (an interned topic,
+//! a formatted message of at most [`INLINE_TEXT`] bytes or a literal, a
+//! `'static` location, no key-values: see `Parts`) are copied into the
+//! slot field by field, and the worker builds its own record from the
+//! copy, into one of its spares (`recycle::Spares`). So the caller writes
+//! only its stack and the slot, and no reference count, holders count or
+//! recycled record crosses between the threads. The thread is the lane's
+//! (one lane per thread), so the slot does not carry it. Any other record
+//! (key-values, a deferred message, one the journal or a flight recorder
+//! keeps, one for several subscriptions) travels as its `Arc`'s pointer.
+//!
+//! # Why every field is an atomic
+//!
+//! A slot is read by whoever takes its record (the worker) or evicts it
+//! (any publisher of the subscription, drop-oldest), and the reads come
+//! *before* the compare-and-swap on the lane's `head` that decides who owns
+//! the record (`lane.rs`, "Protocol"). A reader that loses the race may
+//! have read a slot that its producer was overwriting meanwhile (the record
+//! was evicted and the producer came round the ring). With plain memory
+//! that would be a data race, undefined behaviour even if the reading is
+//! then thrown away; with atomics it is only a stale reading, and the
+//! failed compare-and-swap throws it away. A reader whose compare-and-swap
+//! succeeds read what the producer wrote before its `Release` store of
+//! `tail` (which the reader acquired), and nothing newer: the producer
+//! overwrites a slot only after its `Acquire` load of `head` saw the
+//! reader's compare-and-swap (`AcqRel`), which comes after the reads.
+//! `Relaxed` suffices for every field but `seq` (see `Lane::peek_seq`).
+//!
+//! Nothing read from a slot is dereferenced or trusted before that
+//! compare-and-swap succeeded ([`Reading`] holds only integers and raw
+//! pointers until [`Reading::take`], which is `unsafe` for that reason).
+
+use logbus_appenders::__private_api::{self as produce, Parts, Stamp, StaticTopic};
+use logbus_appenders::Record;
+use logbus_appenders::ThreadInfo;
+
+use crate::recycle::Spares;
+use crate::sync::{Arc, AtomicPtr, AtomicU64, Ordering};
+
+/// Words of message text a slot holds.
+const TEXT_WORDS: usize = 7;
+
+/// The longest formatted message a slot holds (a longer one travels in a
+/// shared record; a literal travels as its pointer, whatever its length).
+/// With the nine words of the rest, a slot is 128 bytes, two cache lines:
+/// a lane's ring grows with its backlog up to the queue's capacity, and at
+/// 192 bytes four flooding threads' rings took the process past 16 MiB
+/// (`benches/peers`, 4 threads: 19.3 MB against 14.6-16.0 at 128).
+pub(crate) const INLINE_TEXT: usize = TEXT_WORDS * 8;
+
+/// `meta` flags.
+const SHARED: u64 = 1;
+const HAS_LINE: u64 = 1 << 1;
+const TICKS: u64 = 1 << 2;
+const LITERAL: u64 = 1 << 3;
+
+/// What a push hands a lane: a record to share, or a plain record's parts
+/// to copy ([`Slot`]), checked to fit ([`Item::parts`]).
+#[derive(Debug)]
+pub(crate) enum Item<'a> {
+    Shared(Arc<Record>),
+    Parts(Checked<'a>),
+}
+
+/// Parts a slot holds ([`holds`]): made only by [`Item::parts`], so that
+/// [`Reading::take`]'s UTF-8 and length argument rests on a check made
+/// here, not by the caller.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Checked<'a>(&'a Parts<'a>);
+
+impl<'a> std::ops::Deref for Checked<'a> {
+    type Target = Parts<'a>;
+
+    fn deref(&self) -> &Parts<'a> {
+        self.0
+    }
+}
+
+impl<'a> Item<'a> {
+    /// The parts as an item, if a slot holds them (see [`holds`]).
+    #[inline]
+    pub(crate) fn parts(parts: &'a Parts<'a>) -> Option<Item<'a>> {
+        holds(parts).then_some(Item::Parts(Checked(parts)))
+    }
+}
+
+impl Item<'_> {
+    /// The record's `seq`.
+    pub(crate) fn seq(&self) -> u64 {
+        match self {
+            Item::Shared(record) => record.seq(),
+            Item::Parts(parts) => parts.seq,
+        }
+    }
+
+    /// What the record counts in a byte budget (`Record::approx_size`).
+    pub(crate) fn size(&self) -> usize {
+        match self {
+            Item::Shared(record) => record.approx_size(),
+            Item::Parts(parts) => produce::parts_size(parts.message.len()),
+        }
+    }
+
+    /// The shared record, if this is one (a dropped one goes back to the
+    /// publisher's stash).
+    pub(crate) fn into_shared(self) -> Option<Arc<Record>> {
+        match self {
+            Item::Shared(record) => Some(record),
+            Item::Parts(_) => None,
+        }
+    }
+
+    /// A shared record, made from the parts if need be (for a queue end
+    /// that holds only shared records).
+    pub(crate) fn into_record(self) -> Arc<Record> {
+        match self {
+            Item::Shared(record) => record,
+            Item::Parts(parts) => Arc::new(record_of(&parts)),
+        }
+    }
+}
+
+impl From<Arc<Record>> for Item<'_> {
+    fn from(record: Arc<Record>) -> Self {
+        Item::Shared(record)
+    }
+}
+
+/// Whether a slot can hold `parts`: every length fits its field, and a
+/// wall-clock stamp fits 64-bit nanoseconds.
+fn holds(parts: &Parts<'_>) -> bool {
+    let fits_u32 = |text: Option<&str>| text.map_or(0, str::len) <= u32::MAX as usize;
+    (parts.literal.is_some() || parts.message.len() <= INLINE_TEXT)
+        && fits_u32(parts.module_path)
+        && fits_u32(parts.file)
+        && match parts.stamp {
+            Stamp::Wall(time) => {
+                let nanos = produce::unix_nanos(time);
+                nanos != i64::MAX && nanos != i64::MIN + 1
+            }
+            Stamp::Ticks(..) => true,
+        }
+}
+
+/// A record evicted from a slot: the record itself if it was shared (for
+/// the evictor's stash), or the length of its parts' message (what the
+/// record counted in the byte budget).
+pub(crate) struct Evicted {
+    /// The record's `seq` (what the tests check).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) seq: u64,
+    pub(crate) record: Option<Arc<Record>>,
+    message_len: usize,
+}
+
+impl Evicted {
+    /// A shared record, evicted.
+    pub(crate) fn shared(record: Arc<Record>) -> Evicted {
+        Evicted {
+            seq: record.seq(),
+            record: Some(record),
+            message_len: 0,
+        }
+    }
+
+    /// What the record counted in the byte budget (`Record::approx_size`),
+    /// worked out only for a byte bound.
+    pub(crate) fn size(&self) -> usize {
+        match &self.record {
+            Some(record) => record.approx_size(),
+            None => produce::parts_size(self.message_len),
+        }
+    }
+}
+
+/// One place in a wide ring. All-zero bytes are an empty slot (every field
+/// an integer 0 or a null pointer), so a ring comes from zeroed memory.
+/// `repr(C)`: a shared record's fields (`seq`, `meta`, `ptr`) are in the
+/// first cache line.
+#[repr(C, align(64))]
+pub(super) struct Slot {
+    /// The record's `seq`, stored first, with `Release` (`Lane::peek_seq`).
+    pub(super) seq: AtomicU64,
+    /// Flags (bits 0-7), the message's length (8-15), the line (32-63).
+    /// The thread is the lane's (`Lane::thread`).
+    meta: AtomicU64,
+    /// A shared record (`Arc::into_raw`, flag `SHARED`), or the topic
+    /// (`StaticTopic::as_ptr`).
+    ptr: AtomicPtr<()>,
+    /// A literal message's text (its length in `text[0]`).
+    message: AtomicPtr<u8>,
+    /// The module path's and file's text (null: none).
+    module: AtomicPtr<u8>,
+    file: AtomicPtr<u8>,
+    /// A tick stamp's converter (a `fn(u64) -> i64`), or null.
+    convert: AtomicPtr<()>,
+    /// The ticks, or a wall-clock stamp's nanoseconds since the epoch.
+    stamp: AtomicU64,
+    /// The module path's length (low 32 bits) and the file's (high 32).
+    lens: AtomicU64,
+    text: [AtomicU64; TEXT_WORDS],
+}
+
+/// One place in a narrow ring: a shared record's pointer (16 bytes). A lane
+/// that has carried no parts keeps its ring narrow, so the memory and cache
+/// lines of a subscription whose records are all shared (several
+/// subscriptions, deferred messages, key-values) stay what they were.
+#[repr(C)]
+pub(super) struct Narrow {
+    seq: AtomicU64,
+    ptr: AtomicPtr<()>,
+}
+
+// Two cache lines, and a quarter of one (what the docs and bounds say).
+const _: () = assert!(std::mem::size_of::<Slot>() == 128 && std::mem::size_of::<Narrow>() == 16);
+
+/// Types whose all-zero bytes are a valid, empty value.
+///
+/// # Safety
+///
+/// Every field must be an atomic integer or pointer (zero: 0, null).
+unsafe trait Zeroed {}
+
+// SAFETY: every field is an `AtomicU64` or an `AtomicPtr`.
+unsafe impl Zeroed for Slot {}
+// SAFETY: as above.
+unsafe impl Zeroed for Narrow {}
+
+/// `size` (at least 1) empty slots, from zeroed memory: large rings come
+/// straight from the kernel (calloc over mmap), so their pages are touched
+/// only as the lane fills, not all at creation (writing every slot made
+/// each new lane cost 256 KiB of resident memory at the default capacity).
+fn zeroed<T: Zeroed>(size: usize) -> Box<[T]> {
+    // `Box::new_zeroed_slice` says this safely from Rust 1.92; we support
+    // older compilers.
+    let layout = std::alloc::Layout::array::<T>(size.max(1))
+        .unwrap_or_else(|_| panic!("lane of {size} slots overflows the address space"));
+    // SAFETY: `layout` has a non-zero size (at least one slot of 16 or 128
+    // bytes).
+    let raw = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+    if raw.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    // SAFETY: `raw` is a live allocation of `layout`, i.e. of `size.max(1)`
+    // values, from the global allocator, as `Box` requires; all-zero bytes
+    // are a valid `T` (`Zeroed`); and the `Box` becomes its only owner.
+    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(raw, size.max(1))) }
+}
+
+/// A lane's ring: wide slots (parts or a pointer) or narrow ones (a
+/// pointer). Indices are slot positions (`Lane` masks them).
+pub(super) enum Ring {
+    Narrow(Box<[Narrow]>),
+    Wide(Box<[Slot]>),
+}
+
+impl Ring {
+    /// A ring of `size` empty slots.
+    pub(super) fn new(size: usize, wide: bool) -> Ring {
+        if wide {
+            Ring::Wide(zeroed(size))
+        } else {
+            Ring::Narrow(zeroed(size))
+        }
+    }
+
+    /// Whether the ring holds parts.
+    #[inline]
+    pub(super) fn is_wide(&self) -> bool {
+        matches!(self, Ring::Wide(_))
+    }
+
+    /// Slot `i`'s `seq`, stored first, with `Release` (`Lane::peek_seq`).
+    #[inline]
+    pub(super) fn seq(&self, i: usize) -> &AtomicU64 {
+        match self {
+            Ring::Narrow(slots) => &slots[i].seq,
+            Ring::Wide(slots) => &slots[i].seq,
+        }
+    }
+
+    /// Fills slot `i` with `item` (see [`Slot::put`]). A narrow ring takes
+    /// parts as a shared record (the lane moves to a wide ring before it
+    /// pushes parts, so this does not happen).
+    #[inline]
+    pub(super) fn put(&self, i: usize, item: Item<'_>) {
+        match self {
+            Ring::Wide(slots) => slots[i].put(item),
+            Ring::Narrow(slots) => {
+                let record = match item {
+                    Item::Shared(record) => record,
+                    Item::Parts(_) => return Ring::put_narrow_parts(&slots[i], item),
+                };
+                let slot = &slots[i];
+                // Release: as in `Slot::put`.
+                slot.seq.store(record.seq(), Ordering::Release);
+                slot.ptr
+                    .store(Arc::into_raw(record).cast_mut().cast(), Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Parts in a narrow ring (not reached: the lane moves to a wide ring
+    /// first): a shared record made of them.
+    #[cold]
+    fn put_narrow_parts(slot: &Narrow, item: Item<'_>) {
+        debug_assert!(false, "parts in a narrow ring");
+        slot.seq.store(item.seq(), Ordering::Release);
+        let record = item.into_record();
+        slot.ptr
+            .store(Arc::into_raw(record).cast_mut().cast(), Ordering::Relaxed);
+    }
+
+    /// Reads slot `i` for a taker (see [`Slot::read_into`]).
+    #[inline]
+    pub(super) fn read_into(&self, i: usize, reading: &mut Reading) {
+        match self {
+            Ring::Wide(slots) => slots[i].read_into(reading),
+            Ring::Narrow(slots) => {
+                reading.meta = SHARED;
+                reading.ptr = slots[i].ptr.load(Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Reads slot `i` for an evictor (see [`Slot::read_for_eviction`]).
+    #[inline]
+    pub(super) fn read_for_eviction(&self, i: usize) -> Reading {
+        match self {
+            Ring::Wide(slots) => slots[i].read_for_eviction(),
+            Ring::Narrow(slots) => {
+                let mut reading = Reading::EMPTY;
+                reading.meta = SHARED;
+                reading.ptr = slots[i].ptr.load(Ordering::Relaxed);
+                reading
+            }
+        }
+    }
+
+    /// Slot `i`'s shared record, if it holds one (a lane dropping what it
+    /// still holds).
+    pub(super) fn shared_record(&mut self, i: usize) -> Option<*const Record> {
+        match self {
+            Ring::Wide(slots) => slots[i].shared_record(),
+            Ring::Narrow(slots) => Some(slots[i].ptr.get_mut().cast_const().cast()),
+        }
+    }
+}
+
+impl Slot {
+    /// Fills the slot with `item` (the producer, in a slot whose previous
+    /// record was taken; published by its `Release` store of `tail`).
+    #[inline]
+    pub(super) fn put(&self, item: Item<'_>) {
+        // Release: for `peek_seq`'s reread of `head`.
+        self.seq.store(item.seq(), Ordering::Release);
+        let parts = match item {
+            Item::Shared(record) => {
+                self.ptr
+                    .store(Arc::into_raw(record).cast_mut().cast(), Ordering::Relaxed);
+                self.meta.store(SHARED, Ordering::Relaxed);
+                return;
+            }
+            Item::Parts(parts) => parts,
+        };
+        let text = |text: Option<&'static str>| {
+            text.map_or(std::ptr::null_mut(), |t| t.as_ptr().cast_mut())
+        };
+        let len = |text: Option<&str>| text.map_or(0, str::len) as u64;
+        self.ptr
+            .store(parts.topic.as_ptr().cast_mut(), Ordering::Relaxed);
+        self.module
+            .store(text(parts.module_path), Ordering::Relaxed);
+        self.file.store(text(parts.file), Ordering::Relaxed);
+        let (flags, stamp, convert) = match parts.stamp {
+            Stamp::Ticks(ticks, convert) => (TICKS, ticks, convert as *mut ()),
+            Stamp::Wall(time) => (0, produce::unix_nanos(time) as u64, std::ptr::null_mut()),
+        };
+        self.convert.store(convert, Ordering::Relaxed);
+        self.stamp.store(stamp, Ordering::Relaxed);
+        self.lens.store(
+            len(parts.module_path) | len(parts.file) << 32,
+            Ordering::Relaxed,
+        );
+        let mut flags = flags | if parts.line.is_some() { HAS_LINE } else { 0 };
+        let mut message = parts.message.as_bytes();
+        if let Some(literal) = parts.literal {
+            flags |= LITERAL;
+            self.message
+                .store(literal.as_ptr().cast_mut(), Ordering::Relaxed);
+            self.text[0].store(literal.len() as u64, Ordering::Relaxed);
+            message = &[];
+        }
+        self.meta.store(
+            flags | (message.len() as u64) << 8 | u64::from(parts.line.unwrap_or(0)) << 32,
+            Ordering::Relaxed,
+        );
+        // Little-endian words, the last one zero-padded. Byte by byte for
+        // the rest: a copy of a variable length is a call to `memcpy`.
+        let mut words = message.chunks_exact(8);
+        let mut at = 0;
+        for (slot, chunk) in self.text.iter().zip(&mut words) {
+            let word = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+            slot.store(word, Ordering::Relaxed);
+            at += 1;
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() && at < TEXT_WORDS {
+            let word = rest
+                .iter()
+                .rev()
+                .fold(0u64, |word, &byte| word << 8 | u64::from(byte));
+            self.text[at].store(word, Ordering::Relaxed);
+        }
+    }
+
+    /// Reads the slot into `reading`, for a taker that will then try to
+    /// own its record.
+    #[inline]
+    pub(super) fn read_into(&self, reading: &mut Reading) {
+        let meta = self.meta.load(Ordering::Relaxed);
+        reading.meta = meta;
+        reading.ptr = self.ptr.load(Ordering::Relaxed);
+        if meta & SHARED != 0 {
+            return;
+        }
+        reading.seq = self.seq.load(Ordering::Relaxed);
+        reading.message = self.message.load(Ordering::Relaxed);
+        reading.module = self.module.load(Ordering::Relaxed);
+        reading.file = self.file.load(Ordering::Relaxed);
+        reading.convert = self.convert.load(Ordering::Relaxed);
+        reading.stamp = self.stamp.load(Ordering::Relaxed);
+        reading.lens = self.lens.load(Ordering::Relaxed);
+        // A stale `meta` can claim any length: read at most the slot.
+        let words = if meta & LITERAL != 0 {
+            1
+        } else {
+            (reading.message_len().div_ceil(8)).min(TEXT_WORDS)
+        };
+        for (word, slot) in reading.text[..words].iter_mut().zip(&self.text) {
+            *word = slot.load(Ordering::Relaxed);
+        }
+    }
+
+    /// Reads what an evictor needs: whether the record is shared, and its
+    /// pointer or its message's length.
+    #[inline]
+    pub(super) fn read_for_eviction(&self) -> Reading {
+        let mut reading = Reading::EMPTY;
+        reading.meta = self.meta.load(Ordering::Relaxed);
+        reading.ptr = self.ptr.load(Ordering::Relaxed);
+        if reading.meta & LITERAL != 0 {
+            reading.text[0] = self.text[0].load(Ordering::Relaxed);
+        }
+        reading
+    }
+
+    /// Whether the slot holds a shared record (for a lane dropping what it
+    /// still holds: only then does it own something to free).
+    pub(super) fn shared_record(&mut self) -> Option<*const Record> {
+        (*self.meta.get_mut() & SHARED != 0).then(|| self.ptr.get_mut().cast_const().cast())
+    }
+}
+
+/// What a reader read of a slot: integers and raw pointers only, trusted
+/// once its compare-and-swap made it the record's owner.
+#[derive(Clone, Copy)]
+pub(super) struct Reading {
+    meta: u64,
+    ptr: *mut (),
+    seq: u64,
+    message: *mut u8,
+    module: *mut u8,
+    file: *mut u8,
+    convert: *mut (),
+    stamp: u64,
+    lens: u64,
+    text: [u64; TEXT_WORDS],
+}
+
+impl Reading {
+    /// Nothing read yet.
+    pub(super) const EMPTY: Reading = Reading {
+        meta: 0,
+        ptr: std::ptr::null_mut(),
+        seq: 0,
+        message: std::ptr::null_mut(),
+        module: std::ptr::null_mut(),
+        file: std::ptr::null_mut(),
+        convert: std::ptr::null_mut(),
+        stamp: 0,
+        lens: 0,
+        text: [0; TEXT_WORDS],
+    };
+
+    fn message_len(&self) -> usize {
+        ((self.meta >> 8) & 0xff) as usize
+    }
+
+    /// The record, as the slot held it: the shared record itself, or a
+    /// record built from the parts (a spare one rewritten, or a new one)
+    /// made on `thread`, the lane's.
+    ///
+    /// # Safety
+    ///
+    /// The caller's compare-and-swap on the lane's `head` moved it past
+    /// this slot's index after the reading (`lane.rs`), which makes the
+    /// caller the record's only owner and the reading what the producer
+    /// wrote, with each pointer from `Slot::put`.
+    pub(super) unsafe fn take(&self, thread: ThreadInfo, spares: &mut Spares) -> Arc<Record> {
+        if self.meta & SHARED != 0 {
+            // SAFETY: `ptr` came from `Arc::into_raw` in `Slot::put`, and
+            // we own the record (the function's contract), so we turn it
+            // back exactly once.
+            return unsafe { Arc::from_raw(self.ptr.cast_const().cast()) };
+        }
+        let mut bytes = [0u8; INLINE_TEXT];
+        let len = self.message_len().min(INLINE_TEXT);
+        for (chunk, word) in bytes.chunks_exact_mut(8).zip(&self.text[..len.div_ceil(8)]) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        // SAFETY: the first `len` bytes are a copy of a `&str`'s bytes, as
+        // `Slot::put` wrote them (the contract), so they are UTF-8.
+        let message = unsafe { std::str::from_utf8_unchecked(&bytes[..len]) };
+        // Each pointer and length is a `&'static str`'s, or null,
+        // as `Slot::put` wrote them (the contract).
+        let text = |ptr: *mut u8, len: u64| {
+            // SAFETY: a `&'static str`'s pointer and length (above).
+            (!ptr.is_null()).then(|| unsafe {
+                std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                    ptr.cast_const(),
+                    len as usize,
+                ))
+            })
+        };
+        let stamp = if self.meta & TICKS != 0 {
+            // SAFETY: `convert` is a `fn(u64) -> i64` cast to a pointer
+            // by `Slot::put` (the contract); function pointers and data
+            // pointers have the same size on every platform Rust runs on.
+            let convert = unsafe { std::mem::transmute::<*mut (), fn(u64) -> i64>(self.convert) };
+            Stamp::Ticks(self.stamp, convert)
+        } else {
+            Stamp::Wall(produce::from_unix_nanos(self.stamp as i64))
+        };
+        let literal = if self.meta & LITERAL != 0 {
+            text(self.message, self.text[0])
+        } else {
+            None
+        };
+        let parts = Parts {
+            seq: self.seq,
+            // SAFETY: `ptr` is a `StaticTopic`'s `as_ptr` (the contract),
+            // and a `StaticTopic` is exactly that pointer
+            // (`repr(transparent)` over a `&'static`).
+            topic: unsafe { std::mem::transmute::<*mut (), StaticTopic>(self.ptr) },
+            stamp,
+            module_path: text(self.module, self.lens & 0xffff_ffff),
+            file: text(self.file, self.lens >> 32),
+            line: (self.meta & HAS_LINE != 0).then_some((self.meta >> 32) as u32),
+            thread,
+            message: literal.unwrap_or(message),
+            literal,
+        };
+        match spares.take() {
+            Some(spare) => spare.reuse(|record| produce::set_parts(record, &parts)),
+            None => Arc::new(record_of(&parts)),
+        }
+    }
+
+    /// The record an evictor took ownership of.
+    ///
+    /// # Safety
+    ///
+    /// As for [`take`](Reading::take), from `Slot::read_for_eviction`;
+    /// `seq` is the slot's.
+    pub(super) unsafe fn evicted(self, seq: u64) -> Evicted {
+        if self.meta & SHARED != 0 {
+            // SAFETY: as in `take`.
+            let record: Arc<Record> = unsafe { Arc::from_raw(self.ptr.cast_const().cast()) };
+            return Evicted::shared(record);
+        }
+        let message_len = if self.meta & LITERAL != 0 {
+            self.text[0] as usize
+        } else {
+            self.message_len()
+        };
+        Evicted {
+            seq,
+            record: None,
+            message_len,
+        }
+    }
+}
+
+/// A new record made of `parts`.
+fn record_of(parts: &Parts<'_>) -> Record {
+    let mut record = produce::new_record(parts.topic.topic(), parts.seq, parts.stamp);
+    produce::set_parts(&mut record, parts);
+    record
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::test_parts;
+    use logbus_appenders::Level;
+    use std::borrow::Cow;
+
+    fn thread() -> ThreadInfo {
+        ThreadInfo {
+            id: 9,
+            name: Some("worker-9"),
+        }
+    }
+
+    /// Puts `item` into a fresh slot and takes it out as its owner would.
+    fn round_trip(item: Item<'_>, spares: &mut Spares) -> Arc<Record> {
+        let ring = Ring::new(1, true);
+        ring.put(0, item);
+        let mut reading = Reading::EMPTY;
+        ring.read_into(0, &mut reading);
+        // SAFETY: no one else reads or writes the slot, and it was put.
+        unsafe { reading.take(thread(), spares) }
+    }
+
+    #[test]
+    fn a_record_comes_out_of_its_parts_as_it_went_in() {
+        let spares = &mut Spares::default();
+        for text in [
+            "",
+            "a",
+            "exactly8",
+            "a message of fifty-six bytes, the most a slot holds..",
+        ] {
+            assert!(text.len() <= INLINE_TEXT);
+            let parts = test_parts(41, text, thread());
+            let record = round_trip(Item::parts(&parts).unwrap(), spares);
+            assert_eq!(record.seq(), 41);
+            assert_eq!(record.message(), text);
+            assert!(matches!(record.message_cow(), Cow::Owned(_)));
+            assert_eq!(record.topic().level(), Level::Info);
+            assert_eq!(record.target(), "t");
+            assert_eq!(record.module_path(), Some("m"));
+            assert_eq!(record.file(), Some("f.rs"));
+            assert_eq!(record.line(), Some(7));
+            assert_eq!(record.thread(), thread());
+            assert_eq!(record.time(), std::time::SystemTime::UNIX_EPOCH);
+            assert!(record.key_values().is_empty());
+            assert_eq!(record.approx_size(), Item::parts(&parts).unwrap().size());
+        }
+    }
+
+    #[test]
+    fn a_literal_travels_as_its_pointer_and_absent_fields_stay_absent() {
+        let literal: &'static str =
+            "a literal much longer than the fifty-six bytes of text a slot holds";
+        let parts = Parts {
+            literal: Some(literal),
+            message: literal,
+            module_path: None,
+            file: None,
+            line: None,
+            ..test_parts(3, "", thread())
+        };
+        assert!(holds(&parts));
+        let record = round_trip(Item::parts(&parts).unwrap(), &mut Spares::default());
+        assert!(matches!(record.message_cow(), Cow::Borrowed(m) if std::ptr::eq(*m, literal)));
+        assert_eq!(
+            (record.module_path(), record.file(), record.line()),
+            (None, None, None)
+        );
+        assert_eq!(record.approx_size(), Item::parts(&parts).unwrap().size());
+    }
+
+    #[test]
+    fn a_tick_stamp_keeps_its_converter() {
+        fn convert(ticks: u64) -> i64 {
+            (ticks * 2) as i64
+        }
+        let parts = Parts {
+            stamp: Stamp::Ticks(500, convert),
+            ..test_parts(3, "x", thread())
+        };
+        let record = round_trip(Item::parts(&parts).unwrap(), &mut Spares::default());
+        let since = record
+            .time()
+            .duration_since(std::time::SystemTime::UNIX_EPOCH);
+        assert_eq!(since.unwrap().as_nanos(), 1000);
+    }
+
+    #[test]
+    fn a_longer_message_or_a_far_time_does_not_fit_a_slot() {
+        let long = "x".repeat(INLINE_TEXT + 1);
+        assert!(!holds(&test_parts(1, &long, thread())));
+        assert!(holds(&test_parts(1, &long[1..], thread())));
+        let far =
+            std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(300 * 365 * 86_400);
+        let parts = Parts {
+            stamp: Stamp::Wall(far),
+            ..test_parts(1, "x", thread())
+        };
+        assert!(!holds(&parts));
+    }
+
+    #[test]
+    fn a_spare_is_rewritten_whatever_it_held() {
+        // A spare that was a record with key-values, a location and a long
+        // message comes out as exactly the parts.
+        let old = Arc::new(
+            Record::builder(logbus_appenders::Topic::new(Level::Warn, "old"))
+                .message("an old message".repeat(10))
+                .kv("k", "v")
+                .module_path(Some("old::m".to_owned().into()))
+                .build(),
+        );
+        let mut spares = Spares::default();
+        assert!(spares.take().is_none()); // now it wants one
+        let mut hand_back = crate::recycle::Pool::new().hand_back();
+        hand_back.release(old, &mut spares);
+        let parts = test_parts(5, "new", thread());
+        let record = round_trip(Item::parts(&parts).unwrap(), &mut spares);
+        assert!(spares.take().is_none(), "the spare was used");
+        assert_eq!(record.message(), "new");
+        assert!(record.key_values().is_empty());
+        assert_eq!(record.module_path(), Some("m"));
+        assert_eq!(record.topic().level(), Level::Info);
+    }
+
+    #[test]
+    fn a_shared_record_goes_through_as_itself() {
+        let shared = crate::queue::test_record(8);
+        let record = round_trip(Item::Shared(Arc::clone(&shared)), &mut Spares::default());
+        assert!(Arc::ptr_eq(&record, &shared));
+        let narrow = Ring::new(1, false);
+        narrow.put(0, Item::Shared(Arc::clone(&shared)));
+        let mut reading = Reading::EMPTY;
+        narrow.read_into(0, &mut reading);
+        // SAFETY: no one else reads or writes the slot, and it was put.
+        let record = unsafe { reading.take(thread(), &mut Spares::default()) };
+        assert!(Arc::ptr_eq(&record, &shared));
+    }
+}
