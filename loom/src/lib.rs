@@ -11,7 +11,9 @@
 //! to what the protocols read of it: a `tail` stored with `Release` and
 //! loaded with `Acquire`, as `src/queue/lane.rs` does.
 //!
-//! The models are in `models.rs`; `cargo test -p logbus-loom` runs them
+//! The models are in `models.rs` (and `handover.rs`, the replay's
+//! hand-over, and `slots.rs`, a lane's slots, which model code this crate
+//! cannot build); `cargo test -p logbus-loom` runs them
 //! (under a minute on two cores). Each protocol also has a model of a
 //! broken variant that loom must reject, so that the models are known to
 //! be able to fail.
@@ -67,3 +69,5 @@ pub(crate) mod waker;
 mod handover;
 #[cfg(test)]
 mod models;
+#[cfg(test)]
+mod slots;
