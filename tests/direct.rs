@@ -1,0 +1,276 @@
+//! The direct path under stress: a plain record for one subscription
+//! travels as its parts copied into the lane (`src/broker/publish.rs`,
+//! `src/queue/slot.rs`). Floods with a byte bound, reconfiguration and
+//! removal racing the publishers, and calls at thread exit: every record
+//! whole, formatted once, and counted once.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use logbus::{AppendError, Appender, OverflowPolicy, Record, Subscription};
+
+#[derive(Clone, Default)]
+struct Check(Arc<Mutex<(u64, Vec<String>)>>);
+
+impl Appender for Check {
+    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
+        let mut g = self.0.lock().unwrap();
+        if record.target() == "logbus" {
+            return Ok(());
+        }
+        g.0 += 1;
+        let m = record.message();
+        // "w<t> n<i> ..." or a literal
+        let ok = if let Some(rest) = m.strip_prefix('w') {
+            let t: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+            let name = format!("w{t}");
+            record.thread().name == Some(name.as_str())
+                && record.module_path() == Some(module_path!())
+                && record.file() == Some(file!())
+        } else {
+            m.starts_with("literal")
+        };
+        if !ok {
+            g.1.push(format!(
+                "{:?} thread {:?} mod {:?}",
+                m,
+                record.thread(),
+                record.module_path()
+            ));
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), AppendError> {
+        Ok(())
+    }
+}
+
+/// Many threads flood one drop-oldest subscription with a byte bound through
+/// the direct path (short, literal, long literal, spilled): the books
+/// balance, every record is whole and names its own thread, and afterwards
+/// the byte budget is all given back.
+#[test]
+fn direct_path_flood_with_byte_bound_balances() {
+    let broker = common::broker();
+    let check = Check::default();
+    let handle = broker
+        .subscribe(
+            Subscription::builder("s", check.clone())
+                .capacity(64)
+                .max_bytes(20_000)
+                .overflow(OverflowPolicy::DropOldest),
+        )
+        .unwrap();
+    let threads: Vec<_> = (0..6)
+        .map(|t| {
+            let broker = broker.handle();
+            std::thread::Builder::new()
+                .name(format!("w{t}"))
+                .spawn(move || {
+                    for i in 0..20_000u64 {
+                        match i % 4 {
+                            0 => log::info!(logger: broker, target: "app", "w{t} n{i}"),
+                            1 => log::info!(logger: broker, target: "app", "literal short"),
+                            2 => log::info!(logger: broker, target: "app", "literal a good deal longer than the fifty-six bytes that a slot holds inline"),
+                            _ => log::info!(logger: broker, target: "app", "w{t} n{i} and a tail that makes it longer than a slot holds, spilled"),
+                        }
+                    }
+                })
+                .unwrap()
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    broker.flush().unwrap();
+    let s = handle.stats();
+    let g = check.0.lock().unwrap();
+    assert!(
+        g.1.is_empty(),
+        "bad records: {:?}",
+        &g.1[..g.1.len().min(5)]
+    );
+    assert_eq!(s.matched, 6 * 20_000);
+    assert_eq!(
+        s.matched,
+        s.written + s.dropped + s.dead_lettered + s.lost,
+        "{s:?}"
+    );
+    assert_eq!(s.in_queue, 0);
+    drop(g);
+    // The byte budget is whole again: records pushed one at a time, each
+    // written before the next, are never dropped.
+    let dropped = handle.stats().dropped;
+    for i in 0..1000u64 {
+        log::info!(logger: broker, target: "app", "w0 n{i}");
+        broker.flush().unwrap();
+    }
+    assert_eq!(handle.stats().dropped, dropped);
+}
+
+struct Counted<'a>(&'a std::sync::atomic::AtomicU64, u64);
+
+impl std::fmt::Display for Counted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if self.1 % 2 == 0 {
+            write!(f, "v{}", self.1)
+        } else {
+            write!(f, "v{} {}", self.1, "z".repeat(80))
+        }
+    }
+}
+
+/// Under concurrent reconfiguration (generation changes), each message is
+/// formatted exactly once and every record is counted once.
+#[test]
+fn direct_path_formats_once_under_reconfiguration() {
+    let broker = common::broker();
+    let check = Check::default();
+    let handle = broker
+        .subscribe(Subscription::builder("s", check.clone()).pattern("info.app"))
+        .unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churn = {
+        let h = broker.handle();
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                h.subscribe(Subscription::builder("other", Check::default()).pattern("warn.other"))
+                    .unwrap();
+                h.unsubscribe("other").unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let total = 20_000u64;
+    {
+        let b = broker.handle();
+        let calls = Arc::clone(&calls);
+        std::thread::Builder::new()
+            .name("w0".into())
+            .spawn(move || {
+                for i in 0..total {
+                    log::info!(logger: b, target: "app", "w0 {}", Counted(&calls, i));
+                }
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    churn.join().unwrap();
+    broker.flush().unwrap();
+    let s = handle.stats();
+    assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), total);
+    assert_eq!(s.matched, total);
+    assert_eq!(s.written + s.dropped, total);
+    let g = check.0.lock().unwrap();
+    assert!(g.1.is_empty(), "{:?}", &g.1[..g.1.len().min(3)]);
+}
+
+/// Unsubscribing the only subscription while threads publish on the direct
+/// path: each incarnation's books balance when it is removed (nothing is
+/// enqueued after its final drain), and nothing hangs.
+#[test]
+fn direct_path_races_unsubscribe() {
+    let broker = common::broker();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let pubs: Vec<_> = (0..3)
+        .map(|t| {
+            let b = broker.handle();
+            let stop = Arc::clone(&stop);
+            std::thread::Builder::new()
+                .name(format!("w{t}"))
+                .spawn(move || {
+                    let mut i = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        if i % 3 == 0 {
+                            log::info!(logger: b, target: "app", "w{t} n{i} {}", "q".repeat(70));
+                        } else {
+                            log::info!(logger: b, target: "app", "w{t} n{i}");
+                        }
+                        i += 1;
+                    }
+                    i
+                })
+                .unwrap()
+        })
+        .collect();
+    let mut total = 0;
+    for round in 0..200 {
+        let check = Check::default();
+        broker
+            .subscribe(Subscription::builder("s", check.clone()).capacity(16))
+            .unwrap();
+        broker.flush().unwrap();
+        let s = broker.unsubscribe("s").unwrap();
+        let g = check.0.lock().unwrap();
+        assert!(g.1.is_empty(), "{:?}", &g.1[..g.1.len().min(3)]);
+        assert_eq!(s.in_queue, 0, "round {round}: {s:?}");
+        assert_eq!(
+            s.matched,
+            s.written + s.dropped + s.dead_lettered + s.lost,
+            "round {round}: {s:?}"
+        );
+        assert_eq!(g.0, s.written, "round {round}: {s:?}");
+        total += s.matched;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for p in pubs {
+        p.join().unwrap();
+    }
+    assert!(total > 0, "the publishers reached the subscription");
+}
+
+struct LogOnDrop(logbus::BrokerHandle);
+
+impl Drop for LogOnDrop {
+    fn drop(&mut self) {
+        for i in 0..3u64 {
+            log::info!(logger: self.0, target: "app", "w9 exit {i}");
+            log::info!(logger: self.0, target: "app", "w9 exit {i} {}", "e".repeat(70));
+        }
+    }
+}
+
+thread_local! {
+    static ON_EXIT: std::cell::RefCell<Option<LogOnDrop>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Calls from a thread-local destructor, before and after the thread's
+/// other thread-locals (the route view, the spill buffer) are gone.
+#[test]
+fn direct_path_at_thread_exit() {
+    let broker = common::broker();
+    let (mem, seen) = logbus::Memory::new();
+    broker.subscribe(Subscription::builder("s", mem)).unwrap();
+    let b = broker.handle();
+    std::thread::Builder::new()
+        .name("w9".into())
+        .spawn(move || {
+            // Registered first: destroyed last on most platforms.
+            ON_EXIT.with(|c| *c.borrow_mut() = Some(LogOnDrop(b.clone())));
+            for i in 0..3u64 {
+                log::info!(logger: b, target: "app", "w9 live {i}");
+            }
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    broker.flush().unwrap();
+    let records = seen.records();
+    let msgs: Vec<_> = records.iter().map(|r| r.message().to_owned()).collect();
+    assert_eq!(msgs.len(), 9, "{msgs:?}");
+    assert!(records.windows(2).all(|w| w[0].seq() < w[1].seq()));
+    assert!(
+        records.iter().all(|r| r.thread().name == Some("w9")),
+        "{:?}",
+        records.iter().map(|r| r.thread()).collect::<Vec<_>>()
+    );
+}
