@@ -206,23 +206,21 @@ impl Pool {
 /// A publisher's recycled records (one per thread and broker, in its route
 /// view).
 #[derive(Default)]
-pub(crate) struct Stash {
-    records: Vec<Recycled>,
-}
+pub(crate) struct Stash(Vec<Recycled>);
 
 impl Stash {
     /// A record to rewrite: one from the stash, refilled from `pool` when
     /// empty (one channel operation per [`BATCH`] records).
     pub(crate) fn take(&mut self, pool: &Pool) -> Option<Recycled> {
-        if self.records.is_empty() {
+        if self.0.is_empty() {
             if let Ok((batch, bytes)) = pool.rx.try_recv() {
                 // Relaxed: a bound, no memory is published through it (the
                 // channel publishes the records).
                 pool.bytes.fetch_sub(bytes, Ordering::Relaxed);
-                self.records = batch;
+                self.0 = batch;
             }
         }
-        self.records.pop()
+        self.0.pop()
     }
 
     /// Takes back a record the overflow policy dropped (evicted or refused)
@@ -231,17 +229,17 @@ impl Stash {
     /// this way, and freeing it made the next log call allocate.
     /// Keeps a record the journal released, if no one else holds it.
     pub(crate) fn keep(&mut self, record: Arc<Record>) {
-        if self.records.len() < STASH_CAP {
+        if self.0.len() < STASH_CAP {
             if let Ok(recycled) = Recycled::new(record) {
-                self.records.push(recycled);
+                self.0.push(recycled);
             }
         }
     }
 
     pub(crate) fn reclaim(&mut self, record: Arc<Record>) {
         if let Some(recycled) = Recycled::release(record, 1) {
-            if self.records.len() < STASH_CAP {
-                self.records.push(recycled);
+            if self.0.len() < STASH_CAP {
+                self.0.push(recycled);
             }
         }
     }
@@ -518,11 +516,11 @@ mod tests {
         );
         hand_back.release(record(), &mut Spares::with_cap(0));
         assert!(stash.take(&pool).is_some());
-        assert_eq!(stash.records.len(), BATCH - 1);
+        assert_eq!(stash.0.len(), BATCH - 1);
         // A publisher keeps what its own policy dropped, up to its cap.
         for _ in 0..3 * BATCH {
             stash.reclaim(record());
         }
-        assert_eq!(stash.records.len(), STASH_CAP);
+        assert_eq!(stash.0.len(), STASH_CAP);
     }
 }
