@@ -1,7 +1,8 @@
 //! Record times: stamped on the caller's thread (on x86-64 Linux a raw counter, converted
 //! when the time is first read), each within the documented accuracy of the wall clock read
-//! around its log call, non-decreasing per thread, one time per record in every output and
-//! in a clone; the wall-clock fallback (`LOGBUS_TSC=off`, in a child process) keeps the same
+//! around its log call, non-decreasing per thread (also where one thread's records take the
+//! direct path and the shared one in turn), one time per record in every output and in a
+//! clone; the wall-clock fallback (`LOGBUS_TSC=off`, in a child process) keeps the same
 //! promises.
 //!
 //! The slack is the accuracy `src/clock/convert.rs` argues (under 0.1 µs here), rounded up
@@ -125,9 +126,15 @@ fn assert_within(time: SystemTime, before: SystemTime, after: SystemTime, what: 
     );
 }
 
+/// Both checks below.
+fn check_record_times() {
+    check_shared_records();
+    check_mixed_ways();
+}
+
 /// Logs from this thread (each call bracketed by clock reads) and from others, then checks
 /// every record's time, per thread order, and the console's rendering of it.
-fn check_record_times() {
+fn check_shared_records() {
     let broker = common::broker();
     // Decided as the broker was built: which of the two paths this run takes.
     assert_eq!(logbus::testing::__stamp_source(), expected_source());
@@ -226,6 +233,63 @@ fn check_record_times() {
             record.message()
         );
         assert_eq!(printed, micros(record.time()), "{}: {ts}", record.message());
+    }
+}
+
+/// One thread alternates records for one subscription (the direct path: the worker builds
+/// the record from the slot) and for two (one record, shared): each is within the clock reads
+/// around its call, a shared record has one time in both outputs, and the thread's times in
+/// the output that has both kinds never go back.
+fn check_mixed_ways() {
+    let broker = common::broker();
+    let (all, all_records) = Memory::new();
+    broker.subscribe(Subscription::builder("all", all)).unwrap();
+    let (shared, shared_records) = Memory::new();
+    broker
+        .subscribe(Subscription::builder("shared", shared).pattern("*.shared.#"))
+        .unwrap();
+    let mut brackets = BTreeMap::new();
+    for i in 0..PER_THREAD {
+        let (target, message) = if i % 2 == 0 {
+            ("shared", format!("shared:{i}"))
+        } else {
+            ("alone", format!("alone:{i}"))
+        };
+        let before = SystemTime::now();
+        log::info!(logger: &broker, target: target, "{message}");
+        brackets.insert(message, (before, SystemTime::now()));
+    }
+    broker.flush().unwrap();
+
+    let records = all_records.records();
+    assert_eq!(records.len(), PER_THREAD);
+    let mut previous: Option<SystemTime> = None;
+    for record in &records {
+        let time = record.time();
+        let (before, after) = brackets[record.message()];
+        assert_within(time, before, after, record.message());
+        if let Some(previous) = previous {
+            assert!(
+                previous <= time,
+                "{}: {time:?} before the previous record's {previous:?}",
+                record.message()
+            );
+        }
+        previous = Some(time);
+    }
+    let times: BTreeMap<&str, SystemTime> = records
+        .iter()
+        .map(|record| (record.message(), record.time()))
+        .collect();
+    let shared = shared_records.records();
+    assert_eq!(shared.len(), PER_THREAD / 2);
+    for record in &shared {
+        assert_eq!(
+            record.time(),
+            times[record.message()],
+            "{}: one time in both outputs",
+            record.message()
+        );
     }
 }
 
