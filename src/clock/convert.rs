@@ -266,8 +266,8 @@ impl Anchor {
         let delta = i128::from(ticks) - i128::from(self.ticks);
         // The worker's case, per record: a counter above 1 GHz (a rate
         // under 2^64) and a distance under 2^63 ticks. The product of two
-        // 64-bit factors is then below 2^127 - 2^64 in size, and adding
-        // 2^63 cannot overflow: no checked 128-bit multiply (about 50
+        // 64-bit factors is then at most 2^127 - 2^63 in size, and adding
+        // 2^63 stays below 2^127: no checked 128-bit multiply (about 50
         // instructions a record, `SIDE=worker benches/peers/callgrind.sh`).
         // The same arithmetic as `nanos_checked`, which the tests compare.
         if let (Ok(delta), Ok(rate)) = (i64::try_from(delta), u64::try_from(self.rate)) {
