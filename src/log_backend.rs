@@ -243,6 +243,45 @@ thread_local! {
     static SPILL: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
+/// A deferred call of logbus's macros (`BrokerShared::log_deferred`), for
+/// the direct path: its parts are the template and the arguments, copied
+/// into the slot, and the worker formats the message.
+struct DeferredCall<'a> {
+    site: &'static Site,
+    loc: &'static Location<'static>,
+    args: &'a [Arg],
+    intake: &'a Intake,
+}
+
+impl Make for DeferredCall<'_> {
+    const PLAIN: bool = true;
+
+    fn text(&mut self) -> Option<Text<'_>> {
+        Some(Text {
+            message: "",
+            literal: None,
+            deferred: Some(produce::DeferredParts {
+                template: &self.site.template,
+                args: self.args,
+            }),
+            module_path: Some(self.site.module_path),
+            file: Some(self.loc.file()),
+            line: Some(self.loc.line()),
+        })
+    }
+
+    fn fill(self, out: &mut Record) {
+        produce::set_message_deferred(out, &self.site.template, self.args);
+        locate(
+            out,
+            Some(Cow::Borrowed(self.site.module_path)),
+            Some(Cow::Borrowed(self.loc.file())),
+            Some(self.loc.line()),
+        );
+        redact(out, self.intake);
+    }
+}
+
 /// A plain `log` call (`BrokerShared::log`), for the direct path.
 struct Plain<'a, 's> {
     broker: &'a BrokerShared,
@@ -279,6 +318,7 @@ impl Make for Plain<'_, '_> {
         Some(Text {
             message,
             literal,
+            deferred: None,
             module_path: record.module_path_static(),
             file: record.file_static(),
             line: record.line(),
@@ -365,30 +405,24 @@ impl BrokerShared {
         if !site.template.plan().fits(args, self.intake.max_bytes) {
             return false;
         }
-        self.route(level, target, |out| {
-            produce::set_message_deferred(out, &site.template, args);
-            let (module_path, file) = (site.module_path, loc.file());
-            locate(
-                out,
-                Some(Cow::Borrowed(module_path)),
-                Some(Cow::Borrowed(file)),
-                Some(loc.line()),
-            );
-            redact(out, &self.intake);
-        });
-        true
-    }
-
-    /// Publishes under the re-entrancy rule: a call from a worker or from
-    /// inside a predicate is discarded and counted (`thread_role.rs`).
-    #[inline]
-    fn route(&self, level: log::Level, target: &str, fill: impl FnOnce(&mut Record)) {
         let Some(_guard) = RoutingGuard::enter() else {
             // Relaxed: a statistic.
             Counters::add(&self.suppressed, 1);
-            return;
+            return true;
         };
-        self.publish(level, target, fill);
+        let call = DeferredCall {
+            site,
+            loc,
+            args,
+            intake: &self.intake,
+        };
+        if self.intake.redaction.is_none() {
+            // The direct path where the route allows (`broker/publish.rs`).
+            self.publish_made(level, target, call);
+        } else {
+            self.publish(level, target, |out| call.fill(out));
+        }
+        true
     }
 }
 

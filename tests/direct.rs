@@ -2,7 +2,8 @@
 //! travels as its parts copied into the lane (`src/broker/publish.rs`,
 //! `src/queue/slot.rs`). Floods with a byte bound, reconfiguration and
 //! removal racing the publishers, and calls at thread exit: every record
-//! whole, formatted once, and counted once.
+//! whole, formatted once, and counted once. A deferred message of
+//! logbus's macros takes the same path as its template and arguments.
 
 mod common;
 
@@ -273,4 +274,176 @@ fn direct_path_at_thread_exit() {
         "{:?}",
         records.iter().map(|r| r.thread()).collect::<Vec<_>>()
     );
+}
+
+/// Keeps each record's seq and message.
+#[derive(Clone, Default)]
+struct Seqs(Arc<Mutex<Vec<(u64, String)>>>);
+
+impl Appender for Seqs {
+    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
+        let line = (record.seq(), record.message().to_owned());
+        self.0.lock().unwrap().push(line);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), AppendError> {
+        Ok(())
+    }
+}
+
+/// Deferred calls whose arguments a slot holds take the direct path, the
+/// others (a string argument, more words than a slot has) the usual one;
+/// either way the message comes out whole, and no seq is left unused: the
+/// direct path takes its seq only once the parts fit.
+#[test]
+fn deferred_calls_either_way_come_out_whole_and_leave_no_seq_unused() {
+    let broker = common::broker();
+    let seqs = Seqs::default();
+    broker
+        .subscribe(Subscription::builder("one", seqs.clone()))
+        .unwrap();
+    let (a, b, big, small, c) = (1u64, 2i8, u128::MAX, i128::MIN, 'c');
+    logbus::info!(logger: &broker, target: "app", "{} {}", a, b);
+    logbus::info!(logger: &broker, target: "app", "{} {}", a, "a string");
+    logbus::info!(logger: &broker, target: "app", "{}{}{}{}{}{}{}", a, a, a, a, a, a, a);
+    logbus::info!(logger: &broker, target: "app", "{} {} {:?}", big, small, c);
+    logbus::info!(logger: &broker, target: "app", "{}{}{}{}{}{}", a, a, a, a, a, b);
+    broker.flush().unwrap();
+    let got = seqs.0.lock().unwrap().clone();
+    let messages: Vec<_> = got.iter().map(|(_, m)| m.as_str()).collect();
+    let wide = format!("{big} {small} 'c'");
+    assert_eq!(
+        messages,
+        ["1 2", "1 a string", "1111111", wide.as_str(), "111112"]
+    );
+    let first = got[0].0;
+    let seqs: Vec<_> = got.iter().map(|&(seq, _)| seq - first).collect();
+    assert_eq!(seqs, [0, 1, 2, 3, 4]);
+}
+
+/// Checks that a record's message is what its thread logged: `d<t> <i>
+/// ...` with the values that `i` gives, on the thread named `d<t>`.
+#[derive(Clone, Default)]
+struct Decoded(Arc<Mutex<(u64, Vec<String>)>>);
+
+impl Appender for Decoded {
+    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
+        let mut g = self.0.lock().unwrap();
+        if record.target() == "logbus" {
+            return Ok(());
+        }
+        g.0 += 1;
+        let m = record.message();
+        let ok = (|| {
+            let mut words = m.split(' ');
+            let t: u64 = words.next()?.strip_prefix('d')?.parse().ok()?;
+            let i: u64 = words.next()?.parse().ok()?;
+            let rest: Vec<_> = words.collect();
+            let expected = expected(t, i);
+            let name = format!("d{t}");
+            Some(rest.join(" ") == expected && record.thread().name == Some(name.as_str()))
+        })();
+        if ok != Some(true) {
+            g.1.push(m.to_owned());
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), AppendError> {
+        Ok(())
+    }
+}
+
+/// What `d<t> <i>` is followed by (see `log_decoded`).
+fn expected(t: u64, i: u64) -> String {
+    match i % 4 {
+        0 => format!(
+            "{} {:?} {}",
+            -(i as i64),
+            f64::from(t as u32) / 4.0,
+            i % 2 == 0
+        ),
+        1 => format!("{} {:x}", u128::from(i) << 70, -i128::from(i)),
+        2 => format!("s {}", i as u8),
+        _ => format!("{}{}{}{}{}{}", i, i, i, i, i, t),
+    }
+}
+
+fn log_decoded(broker: &logbus::BrokerHandle, t: u64, i: u64) {
+    match i % 4 {
+        0 => {
+            let (n, x, even) = (-(i as i64), f64::from(t as u32) / 4.0, i % 2 == 0);
+            logbus::info!(logger: broker, target: "app", "d{} {} {} {:?} {}", t, i, n, x, even);
+        }
+        1 => {
+            let (big, neg) = (u128::from(i) << 70, -i128::from(i));
+            logbus::info!(logger: broker, target: "app", "d{} {} {} {:x}", t, i, big, neg);
+        }
+        // A string argument: the usual path.
+        2 => logbus::info!(logger: broker, target: "app", "d{} {} {} {}", t, i, "s", i as u8),
+        // Eight arguments: more than a slot holds, the usual path.
+        _ => {
+            logbus::info!(logger: broker, target: "app", "d{} {} {}{}{}{}{}{}", t, i, i, i, i, i, i, t)
+        }
+    }
+}
+
+/// Threads flood one drop-oldest subscription with a byte bound with
+/// deferred calls, direct and not: every record that arrives is the one its
+/// thread logged (its arguments decoded whole, with evictions racing the
+/// worker), the books balance, and the byte budget comes back whole.
+#[test]
+fn deferred_records_flood_with_byte_bound_balances() {
+    let broker = common::broker();
+    let check = Decoded::default();
+    let handle = broker
+        .subscribe(
+            Subscription::builder("s", check.clone())
+                .capacity(64)
+                .max_bytes(20_000)
+                .overflow(OverflowPolicy::DropOldest),
+        )
+        .unwrap();
+    let threads: Vec<_> = (0..6)
+        .map(|t| {
+            let broker = broker.handle();
+            std::thread::Builder::new()
+                .name(format!("d{t}"))
+                .spawn(move || {
+                    for i in 0..20_000u64 {
+                        log_decoded(&broker, t, i);
+                    }
+                })
+                .unwrap()
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    broker.flush().unwrap();
+    let s = handle.stats();
+    let g = check.0.lock().unwrap();
+    assert!(
+        g.1.is_empty(),
+        "bad records: {:?}",
+        &g.1[..g.1.len().min(5)]
+    );
+    assert_eq!(s.matched, 6 * 20_000);
+    assert_eq!(s.written, g.0);
+    assert_eq!(
+        s.matched,
+        s.written + s.dropped + s.dead_lettered + s.lost,
+        "{s:?}"
+    );
+    assert_eq!(s.in_queue, 0);
+    drop(g);
+    // The byte budget is whole again: records pushed one at a time, each
+    // written before the next, are never dropped.
+    let dropped = handle.stats().dropped;
+    for i in 0..1000u64 {
+        log_decoded(&broker.handle(), 0, i);
+        broker.flush().unwrap();
+    }
+    assert_eq!(handle.stats().dropped, dropped);
 }

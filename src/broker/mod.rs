@@ -575,6 +575,7 @@ mod tests {
             self.message.map(|message| super::Text {
                 message,
                 literal: None,
+                deferred: None,
                 module_path: Some("m"),
                 file: Some("f.rs"),
                 line: Some(1),

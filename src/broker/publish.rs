@@ -28,9 +28,12 @@
 //! routed to exactly one subscription with no predicate, no journal and no
 //! flight recorder: no record is built on the caller's thread. The message
 //! is formatted into the caller's stack and its parts are copied into the
-//! lane's slot (`queue/slot.rs`); the worker builds the record. So nothing
-//! the caller writes was last touched by another core but the slot, and
-//! no reference count or recycled record crosses between the threads.
+//! lane's slot (`queue/slot.rs`); the worker builds the record. A deferred
+//! call of logbus's macros (`logbus::info!`) takes it too, as its
+//! template's pointer and its arguments' bits, and the worker formats it.
+//! So nothing the caller writes was last touched by another core but the
+//! slot, and no reference count or recycled record crosses between the
+//! threads.
 
 use logbus_appenders::__private_api as produce;
 use logbus_appenders::{Record, Topic};
@@ -384,11 +387,12 @@ impl BrokerShared {
     }
 }
 
-/// A direct log call's message (its text, and the literal it is, if any)
-/// and where it was made, all `'static`.
+/// A direct log call's message (its text, and the literal it is, if any,
+/// or the deferred message it is) and where it was made, all `'static`.
 pub(crate) struct Text<'t> {
     pub(crate) message: &'t str,
     pub(crate) literal: Option<&'static str>,
+    pub(crate) deferred: Option<produce::DeferredParts<'t>>,
     pub(crate) module_path: Option<&'static str>,
     pub(crate) file: Option<&'static str>,
     pub(crate) line: Option<u32>,
@@ -396,7 +400,8 @@ pub(crate) struct Text<'t> {
 
 /// What makes a log call's record: [`fill`](Make::fill) writes it on the
 /// usual path; a plain call (no key-values, a `'static` location, no
-/// redaction) can also give its parts' text for the direct path.
+/// redaction; a `log` call, or a deferred one of logbus's macros) can also
+/// give its parts' text for the direct path.
 pub(crate) trait Make {
     /// Whether [`text`](Make::text) can give anything.
     const PLAIN: bool;
@@ -454,10 +459,8 @@ impl BrokerShared {
         let Some(text) = call.text() else {
             return Direct::Usual;
         };
-        // Relaxed: see `seq`.
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        let parts = produce::Parts {
-            seq,
+        let mut parts = produce::Parts {
+            seq: 0,
             topic,
             stamp,
             module_path: text.module_path,
@@ -466,18 +469,21 @@ impl BrokerShared {
             thread: thread_role::thread_info(),
             message: text.message,
             literal: text.literal,
+            deferred: text.deferred,
+        };
+        // The seq is taken once the parts fit a slot: parts that do not (a
+        // deferred message's string argument, or too many arguments) take
+        // the usual path, which takes its own. Relaxed: see `seq`.
+        let take_seq = || self.seq.fetch_add(1, Ordering::Relaxed);
+        let Some(item) = Item::parts_with_seq(&mut parts, take_seq) else {
+            return Direct::Usual;
         };
         // A subscription replaying from an offset ahead of the journal
         // starts there (`journal/replay.rs`): it skips the record, as
         // `Chosen` says.
-        if seq < entry.start {
+        if item.seq() < entry.start {
             return Direct::Done;
         }
-        // Only lengths no real call has (a 4 GiB path, a time past 2262):
-        // the seq taken is left unused, as for a record nobody wanted.
-        let Some(item) = Item::parts(&parts) else {
-            return Direct::Usual;
-        };
         let ids = [i];
         let mut gate = PublishGate::enter(snapshot, lanes, &ids, false, true);
         queue::gate_fence();

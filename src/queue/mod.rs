@@ -778,6 +778,7 @@ pub(crate) fn test_parts(
         thread,
         message,
         literal: None,
+        deferred: None,
     }
 }
 

@@ -6,12 +6,16 @@
 //! a formatted message of at most [`INLINE_TEXT`] bytes or a literal, a
 //! `'static` location, no key-values: see `Parts`) are copied into the
 //! slot field by field, and the worker builds its own record from the
-//! copy, into one of its spares (`recycle::Spares`). So the caller writes
+//! copy, into one of its spares (`recycle::Spares`). A deferred message
+//! of logbus's macros travels the same way: its template's pointer and its
+//! arguments' bits ([`ARG_WORDS`] words at most, see [`args_fit`]), and
+//! the worker formats it when an appender reads it. So the caller writes
 //! only its stack and the slot, and no reference count, holders count or
 //! recycled record crosses between the threads. The thread is the lane's
 //! (one lane per thread), so the slot does not carry it. Any other record
-//! (key-values, a deferred message, one the journal or a flight recorder
-//! keeps, one for several subscriptions) travels as its `Arc`'s pointer.
+//! (key-values, a deferred message with a string argument or too many
+//! arguments, one the journal or a flight recorder keeps, one for several
+//! subscriptions) travels as its `Arc`'s pointer.
 //!
 //! # Why every field is an atomic
 //!
@@ -34,11 +38,17 @@
 //! compare-and-swap succeeded ([`Reading`] holds only integers and raw
 //! pointers until [`Reading::take`], which is `unsafe` for that reason).
 
-use logbus_appenders::__private_api::{self as produce, Parts, Stamp, StaticTopic};
+use logbus_appenders::__private_api::{
+    self as produce, Arg, DeferredParts, Parts, Stamp, StaticTopic, Template,
+};
 use logbus_appenders::Record;
 use logbus_appenders::ThreadInfo;
 
 use crate::recycle::Spares;
+
+mod args;
+
+use self::args::{args_fit, decode, ARG_WORDS};
 use crate::sync::{Arc, AtomicPtr, AtomicU64, Ordering};
 
 /// Words of message text a slot holds.
@@ -57,16 +67,17 @@ const SHARED: u64 = 1;
 const HAS_LINE: u64 = 1 << 1;
 const TICKS: u64 = 1 << 2;
 const LITERAL: u64 = 1 << 3;
+const DEFERRED: u64 = 1 << 4;
 
 /// What a push hands a lane: a record to share, or a plain record's parts
-/// to copy ([`Slot`]), checked to fit ([`Item::parts`]).
+/// to copy ([`Slot`]), checked to fit ([`Item::parts_with_seq`]).
 #[derive(Debug)]
 pub(crate) enum Item<'a> {
     Shared(Arc<Record>),
     Parts(Checked<'a>),
 }
 
-/// Parts a slot holds ([`holds`]): made only by [`Item::parts`], so that
+/// Parts a slot holds ([`holds`]): made only by [`Item::parts_with_seq`], so that
 /// [`Reading::take`]'s UTF-8 and length argument rests on a check made
 /// here, not by the caller.
 #[derive(Debug, Clone, Copy)]
@@ -82,9 +93,23 @@ impl<'a> std::ops::Deref for Checked<'a> {
 
 impl<'a> Item<'a> {
     /// The parts as an item, if a slot holds them (see [`holds`]).
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn parts(parts: &'a Parts<'a>) -> Option<Item<'a>> {
         holds(parts).then_some(Item::Parts(Checked(parts)))
+    }
+
+    /// As [`parts`](Item::parts), the parts' `seq` set from `seq`, which
+    /// is called only if a slot holds them.
+    #[inline]
+    pub(crate) fn parts_with_seq(
+        parts: &'a mut Parts<'a>,
+        seq: impl FnOnce() -> u64,
+    ) -> Option<Item<'a>> {
+        if !holds(parts) {
+            return None;
+        }
+        parts.seq = seq();
+        Some(Item::Parts(Checked(parts)))
     }
 }
 
@@ -101,7 +126,7 @@ impl Item<'_> {
     pub(crate) fn size(&self) -> usize {
         match self {
             Item::Shared(record) => record.approx_size(),
-            Item::Parts(parts) => produce::parts_size(parts.message.len()),
+            Item::Parts(parts) => produce::parts_size(parts.counted_len()),
         }
     }
 
@@ -130,11 +155,13 @@ impl From<Arc<Record>> for Item<'_> {
     }
 }
 
-/// Whether a slot can hold `parts`: every length fits its field, and a
-/// wall-clock stamp fits 64-bit nanoseconds.
+/// Whether a slot can hold `parts`: every length fits its field, a
+/// deferred message's arguments fit the text's words, and a wall-clock
+/// stamp fits 64-bit nanoseconds.
 fn holds(parts: &Parts<'_>) -> bool {
     let fits_u32 = |text: Option<&str>| text.map_or(0, str::len) <= u32::MAX as usize;
     (parts.literal.is_some() || parts.message.len() <= INLINE_TEXT)
+        && parts.deferred.map_or(true, |d| args_fit(d.args))
         && fits_u32(parts.module_path)
         && fits_u32(parts.file)
         && match parts.stamp {
@@ -155,6 +182,9 @@ pub(crate) struct Evicted {
     pub(crate) seq: u64,
     pub(crate) record: Option<Arc<Record>>,
     message_len: usize,
+    /// A deferred message's template and its arguments' words: its length
+    /// is worked out from them, only for a byte bound.
+    deferred: Option<(&'static Template, [u64; TEXT_WORDS])>,
 }
 
 impl Evicted {
@@ -164,12 +194,22 @@ impl Evicted {
             seq: record.seq(),
             record: Some(record),
             message_len: 0,
+            deferred: None,
         }
     }
 
     /// What the record counted in the byte budget (`Record::approx_size`),
     /// worked out only for a byte bound.
     pub(crate) fn size(&self) -> usize {
+        if let Some((template, words)) = &self.deferred {
+            let mut args = [Arg::Bool(false); ARG_WORDS];
+            let count = decode(words, &mut args);
+            let deferred = DeferredParts {
+                template,
+                args: &args[..count],
+            };
+            return produce::parts_size(deferred.longest());
+        }
         match &self.record {
             Some(record) => record.approx_size(),
             None => produce::parts_size(self.message_len),
@@ -191,7 +231,8 @@ pub(super) struct Slot {
     /// A shared record (`Arc::into_raw`, flag `SHARED`), or the topic
     /// (`StaticTopic::as_ptr`).
     ptr: AtomicPtr<()>,
-    /// A literal message's text (its length in `text[0]`).
+    /// A literal message's text (its length in `text[0]`), or a deferred
+    /// one's template (flag `DEFERRED`; its arguments in `text`).
     message: AtomicPtr<u8>,
     /// The module path's and file's text (null: none).
     module: AtomicPtr<u8>,
@@ -388,7 +429,15 @@ impl Slot {
         );
         let mut flags = flags | if parts.line.is_some() { HAS_LINE } else { 0 };
         let mut message = parts.message.as_bytes();
-        if let Some(literal) = parts.literal {
+        if let Some(deferred) = parts.deferred {
+            flags |= DEFERRED;
+            self.message.store(
+                std::ptr::from_ref(deferred.template).cast_mut().cast(),
+                Ordering::Relaxed,
+            );
+            args::put(&self.text, deferred.args);
+            message = &[];
+        } else if let Some(literal) = parts.literal {
             flags |= LITERAL;
             self.message
                 .store(literal.as_ptr().cast_mut(), Ordering::Relaxed);
@@ -436,7 +485,9 @@ impl Slot {
         reading.stamp = self.stamp.load(Ordering::Relaxed);
         reading.lens = self.lens.load(Ordering::Relaxed);
         // A stale `meta` can claim any length: read at most the slot.
-        let words = if meta & LITERAL != 0 {
+        let words = if meta & DEFERRED != 0 {
+            TEXT_WORDS
+        } else if meta & LITERAL != 0 {
             1
         } else {
             (reading.message_len().div_ceil(8)).min(TEXT_WORDS)
@@ -455,6 +506,11 @@ impl Slot {
         reading.ptr = self.ptr.load(Ordering::Relaxed);
         if reading.meta & LITERAL != 0 {
             reading.text[0] = self.text[0].load(Ordering::Relaxed);
+        } else if reading.meta & DEFERRED != 0 {
+            reading.message = self.message.load(Ordering::Relaxed);
+            for (word, slot) in reading.text.iter_mut().zip(&self.text) {
+                *word = slot.load(Ordering::Relaxed);
+            }
         }
         reading
     }
@@ -551,6 +607,16 @@ impl Reading {
         } else {
             None
         };
+        let mut args = [Arg::Bool(false); ARG_WORDS];
+        let deferred = (self.meta & DEFERRED != 0).then(|| {
+            let count = decode(&self.text, &mut args);
+            DeferredParts {
+                // SAFETY: a `&'static Template`'s pointer, as `Slot::put`
+                // wrote it with the flag (the contract).
+                template: unsafe { &*self.message.cast_const().cast::<Template>() },
+                args: &args[..count],
+            }
+        });
         let parts = Parts {
             seq: self.seq,
             // SAFETY: `ptr` is a `StaticTopic`'s `as_ptr` (the contract),
@@ -564,6 +630,7 @@ impl Reading {
             thread,
             message: literal.unwrap_or(message),
             literal,
+            deferred,
         };
         match spares.take() {
             Some(spare) => spare.reuse(|record| produce::set_parts(record, &parts)),
@@ -588,10 +655,13 @@ impl Reading {
         } else {
             self.message_len()
         };
+        // SAFETY: as in `take`.
+        let template = || unsafe { &*self.message.cast_const().cast::<Template>() };
         Evicted {
             seq,
             record: None,
             message_len,
+            deferred: (self.meta & DEFERRED != 0).then(|| (template(), self.text)),
         }
     }
 }
@@ -674,6 +744,52 @@ mod tests {
             (None, None, None)
         );
         assert_eq!(record.approx_size(), Item::parts(&parts).unwrap().size());
+    }
+
+    #[test]
+    fn a_deferred_message_travels_as_its_template_and_arguments() {
+        use logbus_appenders::__private_api::{parse, pieces, Piece};
+        const FORMAT: &str = "request {} served in {:>5} us, {:?} {}";
+        const PIECES: [Piece; pieces(FORMAT)] = parse(FORMAT);
+        static TEMPLATE: Template = Template::new(FORMAT, &PIECES, 4);
+        let args = [Arg::U64(41), Arg::I128(-7), Arg::Char('"'), Arg::F64(2.5)];
+        let parts = Parts {
+            message: "",
+            deferred: Some(DeferredParts {
+                template: &TEMPLATE,
+                args: &args,
+            }),
+            ..test_parts(6, "", thread())
+        };
+        let size = Item::parts(&parts).unwrap().size();
+        let record = round_trip(Item::parts(&parts).unwrap(), &mut Spares::default());
+        assert!(produce::is_deferred(&record));
+        assert_eq!(record.approx_size(), size, "as it counted when pushed");
+        assert_eq!(
+            record.message(),
+            r#"request 41 served in    -7 us, '"' 2.5"#
+        );
+        assert_eq!(record.seq(), 6);
+        assert_eq!(record.line(), Some(7));
+
+        // An evictor counts what the pusher counted.
+        let ring = Ring::new(1, true);
+        ring.put(0, Item::parts(&parts).unwrap());
+        // SAFETY: no one else reads or writes the slot, and it was put.
+        let evicted = unsafe { ring.read_for_eviction(0).evicted(6) };
+        assert!(evicted.record.is_none());
+        assert_eq!(evicted.size(), size);
+
+        // A string argument, or too many, does not fit.
+        let strings = [Arg::Str("x")];
+        let parts = Parts {
+            deferred: Some(DeferredParts {
+                template: &TEMPLATE,
+                args: &strings,
+            }),
+            ..parts
+        };
+        assert!(Item::parts(&parts).is_none());
     }
 
     #[test]

@@ -393,8 +393,8 @@ impl StaticTopic {
 /// Everything a plain record is made of, borrowed or `'static`: what a
 /// lane slot copies instead of a shared record (`src/queue/slot.rs` in the
 /// logbus crate), and what a record is built from on the other side
-/// ([`set_parts`]): a record with an interned topic, a formatted (not
-/// deferred) message or a literal, a `'static` location and no key-values.
+/// ([`set_parts`]): a record with an interned topic, a formatted message,
+/// a literal or a deferred one, a `'static` location and no key-values.
 #[derive(Clone, Copy, Debug)]
 pub struct Parts<'a> {
     /// The record's `seq`.
@@ -416,6 +416,44 @@ pub struct Parts<'a> {
     /// The message, if it is a literal (kept without copying: the same
     /// text as `message`).
     pub literal: Option<&'static str>,
+    /// The message, if it is deferred (logbus's macros): its call site's
+    /// template and copies of its arguments, formatted when first read.
+    /// `message` is then empty and `literal` `None`.
+    pub deferred: Option<DeferredParts<'a>>,
+}
+
+impl Parts<'_> {
+    /// The length a byte budget counts for the message
+    /// ([`Record::approx_size`] is [`parts_size`] of it): the text's, or a
+    /// deferred message's longest.
+    #[must_use]
+    #[inline]
+    pub fn counted_len(&self) -> usize {
+        match &self.deferred {
+            Some(deferred) => deferred.longest(),
+            None => self.message.len(),
+        }
+    }
+}
+
+/// A deferred message as parts: the call site's template and copies of
+/// its arguments.
+#[derive(Clone, Copy, Debug)]
+pub struct DeferredParts<'a> {
+    /// The call site's format string, read at compile time.
+    pub template: &'static Template,
+    /// The arguments, copied.
+    pub args: &'a [Arg],
+}
+
+impl DeferredParts<'_> {
+    /// The longest the message can be, as a record carrying it counts it
+    /// ([`Record::approx_size`]).
+    #[must_use]
+    #[inline]
+    pub fn longest(&self) -> usize {
+        self.template.longest(self.args)
+    }
 }
 
 /// Rewrites `record` (one being reused, or new) into the record `parts`
@@ -425,7 +463,13 @@ pub struct Parts<'a> {
 #[inline]
 pub fn set_parts(record: &mut Record, parts: &Parts<'_>) {
     record.deferred.clear();
-    match parts.literal {
+    // A deferred message: an empty literal, then the template and arguments
+    // (as `set_message_deferred` does).
+    let literal = match parts.deferred {
+        Some(_) => Some(""),
+        None => parts.literal,
+    };
+    match literal {
         Some(literal) => {
             if let Cow::Owned(text) = std::mem::replace(&mut record.message, Cow::Borrowed(literal))
             {
@@ -447,6 +491,11 @@ pub fn set_parts(record: &mut Record, parts: &Parts<'_>) {
             text.clear();
             text.push_str(parts.message);
         }
+    }
+    if let Some(deferred) = parts.deferred {
+        record
+            .deferred
+            .set(deferred.template, deferred.args, &mut record.spare);
     }
     record.seq = parts.seq;
     record.time.set(parts.stamp);

@@ -127,7 +127,7 @@ impl Template {
 
     /// The longest the message of `args` can be: its text, and the most
     /// each placeholder can write for its argument (`size.rs`).
-    pub(super) fn longest(&self, args: &[Arg]) -> usize {
+    pub(crate) fn longest(&self, args: &[Arg]) -> usize {
         let mut len = 0usize;
         for piece in self.pieces {
             len = len.saturating_add(piece.text.len());
