@@ -607,16 +607,21 @@ impl Reading {
         } else {
             None
         };
-        let mut args = [Arg::Bool(false); ARG_WORDS];
-        let deferred = (self.meta & DEFERRED != 0).then(|| {
-            let count = decode(&self.text, &mut args);
-            DeferredParts {
+        // Set only for a deferred message: a plain one pays no copy.
+        let args: [Arg; ARG_WORDS];
+        let deferred = if self.meta & DEFERRED != 0 {
+            let mut decoded = [Arg::Bool(false); ARG_WORDS];
+            let count = decode(&self.text, &mut decoded);
+            args = decoded;
+            Some(DeferredParts {
                 // SAFETY: a `&'static Template`'s pointer, as `Slot::put`
                 // wrote it with the flag (the contract).
                 template: unsafe { &*self.message.cast_const().cast::<Template>() },
                 args: &args[..count],
-            }
-        });
+            })
+        } else {
+            None
+        };
         let parts = Parts {
             seq: self.seq,
             // SAFETY: `ptr` is a `StaticTopic`'s `as_ptr` (the contract),
