@@ -619,13 +619,27 @@ mod tests {
         let own = Arc::clone(&lane);
         let producer = crate::sync::thread::spawn(move || {
             let mut evicted = Vec::new();
+            use logbus_appenders::__private_api::Template;
+            use logbus_appenders::__private_api::{parse, pieces, Arg, DeferredParts, Piece};
+            const FORMAT: &str = "{} {}";
+            const PIECES: [Piece; pieces(FORMAT)] = parse(FORMAT);
+            static TEMPLATE: Template = Template::new(FORMAT, &PIECES, 2);
             for i in 0..total {
                 let text = format!("message {i}");
-                let parts = crate::queue::test_parts(i, &text, own.thread());
-                let mut item = if i % 2 == 0 {
-                    Item::parts(&parts).unwrap()
-                } else {
+                let mut parts = crate::queue::test_parts(i, &text, own.thread());
+                // Plain parts, a shared record, a deferred message's parts.
+                let args = [Arg::U64(i), Arg::I128(-i128::from(i))];
+                if i % 3 == 2 {
+                    parts.message = "";
+                    parts.deferred = Some(DeferredParts {
+                        template: &TEMPLATE,
+                        args: &args,
+                    });
+                }
+                let mut item = if i % 3 == 1 {
                     Item::Shared(record(i))
+                } else {
+                    Item::parts(&parts).unwrap()
                 };
                 loop {
                     match p.try_push(item) {
@@ -647,11 +661,15 @@ mod tests {
             out.clear();
             lane.take(5, &mut out);
             for r in &out {
-                if r.seq() % 2 == 0 {
-                    assert_eq!(r.message(), format!("message {}", r.seq()));
-                    assert_eq!(r.line(), Some(7));
-                    assert_eq!(r.thread(), lane.thread());
-                }
+                let seq = r.seq();
+                let message = match seq % 3 {
+                    0 => format!("message {seq}"),
+                    2 => format!("{seq} -{seq}"),
+                    _ => continue,
+                };
+                assert_eq!(r.message(), message);
+                assert_eq!(r.line(), Some(7));
+                assert_eq!(r.thread(), lane.thread());
             }
             taken.extend(out.iter().map(|r| r.seq()));
             if out.is_empty() && lane.is_finished() {
