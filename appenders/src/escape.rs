@@ -81,23 +81,28 @@ fn is_suspect(b: u8) -> bool {
 fn has_unusual(bytes: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const TOPS: u64 = 0x8080_8080_8080_8080;
-    let word = |eight: &[u8]| {
-        let mut word = [b' '; 8];
-        word[..eight.len()].copy_from_slice(eight);
-        let x = u64::from_le_bytes(word);
-        (x.wrapping_sub(0x20 * ONES) & !x) | x | x.wrapping_add(ONES)
-    };
+    let test = |x: u64| (x.wrapping_sub(0x20 * ONES) & !x) | x | x.wrapping_add(ONES);
+    // Eight bytes as a word, with a constant length (a variable-length
+    // copy is a call to `memcpy`).
+    let eight = |eight: &[u8]| u64::from_le_bytes(eight.try_into().unwrap_or([b' '; 8]));
     let mut words = bytes.chunks_exact(8);
     let mut acc = 0u64;
-    for eight in &mut words {
-        acc |= word(eight);
+    for chunk in &mut words {
+        acc |= test(eight(chunk));
     }
-    if !words.remainder().is_empty() {
+    let rest = words.remainder();
+    if !rest.is_empty() {
         let tail = match bytes.len().checked_sub(8) {
-            Some(start) => &bytes[start..],
-            None => bytes,
+            Some(start) => eight(&bytes[start..]),
+            // Fewer than eight bytes: padded with spaces, byte by byte.
+            None => rest
+                .iter()
+                .rev()
+                .fold(u64::from_le_bytes([b' '; 8]), |word, &byte| {
+                    word << 8 | u64::from(byte)
+                }),
         };
-        acc |= word(tail);
+        acc |= test(tail);
     }
     acc & TOPS != 0
 }
