@@ -249,7 +249,10 @@ pub(super) struct Slot {
 /// One place in a narrow ring: a shared record's pointer (16 bytes). A lane
 /// that has carried no parts keeps its ring narrow, so the memory and cache
 /// lines of a subscription whose records are all shared (several
-/// subscriptions, deferred messages, key-values) stay what they were.
+/// subscriptions, key-values, deferred messages with a string argument)
+/// stay what they were. A lane that carries parts, plain or deferred,
+/// moves to 128-byte slots: up to 1 MiB at the default capacity of 8,192,
+/// against 128 KiB narrow.
 #[repr(C)]
 pub(super) struct Narrow {
     seq: AtomicU64,
