@@ -47,8 +47,10 @@ use logbus_appenders::ThreadInfo;
 use crate::recycle::Spares;
 
 mod args;
+mod memory;
 
 use self::args::{args_fit, decode, ARG_WORDS};
+use self::memory::Slots;
 use crate::sync::{Arc, AtomicPtr, AtomicU64, Ordering};
 
 /// Words of message text a slot holds.
@@ -267,48 +269,27 @@ const _: () = assert!(std::mem::size_of::<Slot>() == 128 && std::mem::size_of::<
 /// # Safety
 ///
 /// Every field must be an atomic integer or pointer (zero: 0, null).
-unsafe trait Zeroed {}
+pub(super) unsafe trait Zeroed {}
 
 // SAFETY: every field is an `AtomicU64` or an `AtomicPtr`.
 unsafe impl Zeroed for Slot {}
 // SAFETY: as above.
 unsafe impl Zeroed for Narrow {}
 
-/// `size` (at least 1) empty slots, from zeroed memory: large rings come
-/// straight from the kernel (calloc over mmap), so their pages are touched
-/// only as the lane fills, not all at creation (writing every slot made
-/// each new lane cost 256 KiB of resident memory at the default capacity).
-fn zeroed<T: Zeroed>(size: usize) -> Box<[T]> {
-    // `Box::new_zeroed_slice` says this safely from Rust 1.92; we support
-    // older compilers.
-    let layout = std::alloc::Layout::array::<T>(size.max(1))
-        .unwrap_or_else(|_| panic!("lane of {size} slots overflows the address space"));
-    // SAFETY: `layout` has a non-zero size (at least one slot of 16 or 128
-    // bytes).
-    let raw = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
-    if raw.is_null() {
-        std::alloc::handle_alloc_error(layout);
-    }
-    // SAFETY: `raw` is a live allocation of `layout`, i.e. of `size.max(1)`
-    // values, from the global allocator, as `Box` requires; all-zero bytes
-    // are a valid `T` (`Zeroed`); and the `Box` becomes its only owner.
-    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(raw, size.max(1))) }
-}
-
 /// A lane's ring: wide slots (parts or a pointer) or narrow ones (a
 /// pointer). Indices are slot positions (`Lane` masks them).
 pub(super) enum Ring {
-    Narrow(Box<[Narrow]>),
-    Wide(Box<[Slot]>),
+    Narrow(Slots<Narrow>),
+    Wide(Slots<Slot>),
 }
 
 impl Ring {
     /// A ring of `size` empty slots.
     pub(super) fn new(size: usize, wide: bool) -> Ring {
         if wide {
-            Ring::Wide(zeroed(size))
+            Ring::Wide(Slots::new(size))
         } else {
-            Ring::Narrow(zeroed(size))
+            Ring::Narrow(Slots::new(size))
         }
     }
 
