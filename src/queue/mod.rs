@@ -278,12 +278,17 @@ struct Registry {
 }
 
 impl Registry {
-    /// The lanes, and the version they are from.
+    /// The lanes, and the version they are from. The old copy is let go
+    /// of after the lock: it may hold the last reference to a finished
+    /// lane, whose ring is then unmapped (`slot/memory.rs`).
     fn copy(&self, into: &mut Vec<Arc<Lane>>) -> usize {
+        let stale = std::mem::take(into);
         let lanes = lock(&self.lanes);
         // Relaxed under the lock: every change bumps it under the lock too.
         let version = self.version.load(Ordering::Relaxed);
-        into.clone_from(&lanes);
+        into.extend(lanes.iter().cloned());
+        drop(lanes);
+        drop(stale);
         version
     }
 

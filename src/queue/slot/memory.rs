@@ -1,26 +1,31 @@
 //! A ring's memory (`slot.rs`, `Ring`): zeroed slots, mapped straight from
 //! the kernel for a large ring and unmapped when the ring goes.
 //!
-//! A lane's ring grows with its backlog (256 slots to the queue's capacity,
-//! 8,192 by default: 1 MiB of wide slots) and shrinks back when the lane
-//! idles. From the global allocator, the rings that growth and shrinking
-//! freed stayed in its free lists: glibc raises its mmap threshold to the
-//! largest chunk freed (up to 32 MiB), so a freed 1 MiB ring is kept for
-//! reuse, and the process's peak RSS counted rings no lane held any more
-//! (`benches/README.md`: 4 threads at 15-16 MB against 12 MB with rings
+//! A lane's ring grows with its backlog (from 1,024 narrow or 256 wide
+//! slots up to the queue's capacity, 8,192 by default: 1 MiB of wide
+//! slots) and shrinks back when the lane idles. From the global allocator,
+//! the rings that growth and shrinking freed stayed in its free lists:
+//! glibc raises its mmap threshold to the largest chunk freed (up to 32
+//! MiB), so a freed 1 MiB ring was kept for reuse, and the process's peak
+//! RSS counted rings no lane held any more (`benches/README.md`, "Rings
+//! mapped from the kernel": a 4-thread run 2-5 MB smaller with rings
 //! mapped). A mapped ring is given back whole when it goes, so a lane's
 //! memory is what it holds.
 //!
-//! The mapping is populated (`MAP_POPULATE`): the kernel zeroes its pages
-//! when it is made, on the thread that grows the lane, at once. Left to
-//! fault in one by one as the lane fills, every 32nd record of a filling
-//! wide ring paid a page fault on the caller's thread, which took the
-//! 1-thread p99.9 from about 600 ns to about 2,800. A ring is this large
-//! only when its lane's backlog needed it (it grows when full), so its
-//! pages are about to be written anyway.
+//! A ring of up to [`POPULATE_AT_MOST`] is populated (`MAP_POPULATE`): the
+//! kernel zeroes its pages when it is made, at once, on the thread that
+//! grows the lane (a publisher's: about 0.5 ms for 1 MiB on the machine of
+//! the figures). Left to fault in one by one as the lane fills, every 32nd
+//! record of a filling wide ring paid a page fault on the caller's thread,
+//! which took the 1-thread p99.9 from about 600 ns to about 2,800. A ring
+//! is this large only when its lane's backlog needed it (it grows when
+//! full), so its pages are about to be written anyway. A larger ring (a
+//! capacity above the default) is mapped without populating, as glibc maps
+//! its largest chunks: populating 128 MiB would stall one call for some
+//! 55 ms.
 //!
-//! Small rings, other platforms, and Miri take the global allocator's
-//! zeroed memory.
+//! Small rings, other platforms than Linux and Android, and Miri take the
+//! global allocator's zeroed memory.
 
 use std::alloc::Layout;
 use std::ptr::NonNull;
@@ -32,6 +37,11 @@ use super::Zeroed;
 /// reuse cheaper than a system call.
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
 const MAP_AT_LEAST: usize = 64 * 1024;
+
+/// The largest ring populated when it is mapped: the default capacity's
+/// wide ring.
+#[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
+const POPULATE_AT_MOST: usize = 1024 * 1024;
 
 /// `len` zeroed slots (at least one), owned.
 pub(in crate::queue) struct Slots<T: Zeroed> {
@@ -49,6 +59,11 @@ unsafe impl<T: Zeroed + Sync> Sync for Slots<T> {}
 impl<T: Zeroed> Slots<T> {
     /// `len` (at least 1) empty slots.
     pub(in crate::queue) fn new(len: usize) -> Slots<T> {
+        // What `drop` and the `SAFETY` notes rest on: a slot has a size,
+        // and nothing to drop (a `Zeroed` type is atomics only).
+        const {
+            assert!(std::mem::size_of::<T>() > 0 && !std::mem::needs_drop::<T>());
+        }
         let len = len.max(1);
         let layout = Self::layout(len);
         #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
@@ -109,7 +124,8 @@ impl<T: Zeroed> Drop for Slots<T> {
             // SAFETY: `ptr` and `layout.size()` are the mapping `map` made
             // for this `Slots`, unmapped only here, once; no reference into
             // it outlives `self`.
-            unsafe { libc::munmap(self.ptr.as_ptr().cast(), layout.size()) };
+            let unmapped = unsafe { libc::munmap(self.ptr.as_ptr().cast(), layout.size()) };
+            debug_assert_eq!(unmapped, 0, "munmap of a ring");
             return;
         }
         debug_assert!(!self.mapped);
@@ -119,11 +135,16 @@ impl<T: Zeroed> Drop for Slots<T> {
     }
 }
 
-/// A new anonymous private mapping of `bytes` (zeroed, page-aligned,
-/// populated), or `None` if the kernel refused one (the allocator is asked
-/// then).
+/// A new anonymous private mapping of `bytes` (zeroed, page-aligned;
+/// populated up to [`POPULATE_AT_MOST`]), or `None` if the kernel refused
+/// one (the allocator is asked then).
 #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
 fn map(bytes: usize) -> Option<NonNull<u8>> {
+    let populate = if bytes <= POPULATE_AT_MOST {
+        libc::MAP_POPULATE
+    } else {
+        0
+    };
     // SAFETY: an anonymous private mapping at an address the kernel picks:
     // it aliases no memory of the process, and `bytes` is not zero.
     let addr = unsafe {
@@ -131,7 +152,7 @@ fn map(bytes: usize) -> Option<NonNull<u8>> {
             std::ptr::null_mut(),
             bytes,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | populate,
             -1,
             0,
         )
@@ -149,8 +170,9 @@ mod tests {
     use crate::sync::Ordering;
 
     #[test]
-    fn rings_small_and_large_are_zeroed_writable_and_given_back() {
-        for len in [1, 255, 4096, 8192] {
+    fn rings_small_and_large_are_zeroed_writable_and_mapped_when_large() {
+        // The last: a ring mapped without populating it.
+        for len in [1, 255, 4096, 8192, 16_384] {
             let mut narrow = Slots::<Narrow>::new(len);
             let wide = Slots::<Slot>::new(len);
             assert_eq!((narrow.len(), wide.len()), (len, len));
@@ -161,6 +183,12 @@ mod tests {
             assert_eq!(wide[len - 1].seq.load(Ordering::Relaxed), 7);
             assert_eq!(*narrow[len - 1].seq.get_mut(), 9);
             assert_eq!(wide.as_ptr().align_offset(64), 0, "a slot's alignment");
+            #[cfg(all(any(target_os = "linux", target_os = "android"), not(miri)))]
+            {
+                let mapped = |bytes: usize| bytes >= MAP_AT_LEAST;
+                assert_eq!(narrow.mapped, mapped(len * 16), "{len} narrow");
+                assert_eq!(wide.mapped, mapped(len * 128), "{len} wide");
+            }
         }
     }
 }
