@@ -11,8 +11,17 @@ use std::sync::{Arc, Mutex};
 
 use logbus::{AppendError, Appender, OverflowPolicy, Record, Subscription};
 
-#[derive(Clone, Default)]
-struct Check(Arc<Mutex<(u64, Vec<String>)>>);
+/// Counts the records of the flood (not logbus's own) and keeps those
+/// that `whole` says are not what their thread logged.
+#[derive(Clone)]
+struct Check(Arc<Mutex<(u64, Vec<String>)>>, fn(&Record) -> bool);
+
+/// The check of plain records.
+impl Default for Check {
+    fn default() -> Check {
+        Check(Arc::default(), plain_whole)
+    }
+}
 
 impl Appender for Check {
     fn append(&mut self, record: &Record) -> Result<(), AppendError> {
@@ -21,21 +30,10 @@ impl Appender for Check {
             return Ok(());
         }
         g.0 += 1;
-        let m = record.message();
-        // "w<t> n<i> ..." or a literal
-        let ok = if let Some(rest) = m.strip_prefix('w') {
-            let t: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-            let name = format!("w{t}");
-            record.thread().name == Some(name.as_str())
-                && record.module_path() == Some(module_path!())
-                && record.file() == Some(file!())
-        } else {
-            m.starts_with("literal")
-        };
-        if !ok {
+        if !(self.1)(record) {
             g.1.push(format!(
                 "{:?} thread {:?} mod {:?}",
-                m,
+                record.message(),
                 record.thread(),
                 record.module_path()
             ));
@@ -48,17 +46,51 @@ impl Appender for Check {
     }
 }
 
-/// Many threads flood one drop-oldest subscription with a byte bound through
-/// the direct path (short, literal, long literal, spilled): the books
-/// balance, every record is whole and names its own thread, and afterwards
-/// the byte budget is all given back.
-#[test]
-fn direct_path_flood_with_byte_bound_balances() {
+/// Whether a plain record is whole: "w<t> n<i> ..." on the thread `w<t>`
+/// from this file, or a literal.
+fn plain_whole(record: &Record) -> bool {
+    let m = record.message();
+    if let Some(rest) = m.strip_prefix('w') {
+        let t: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+        let name = format!("w{t}");
+        record.thread().name == Some(name.as_str())
+            && record.module_path() == Some(module_path!())
+            && record.file() == Some(file!())
+    } else {
+        m.starts_with("literal")
+    }
+}
+
+/// One plain call of the flood: short, literal, long literal, spilled.
+fn log_plain(broker: &logbus::BrokerHandle, t: u64, i: u64) {
+    match i % 4 {
+        0 => log::info!(logger: broker, target: "app", "w{t} n{i}"),
+        1 => log::info!(logger: broker, target: "app", "literal short"),
+        2 => {
+            log::info!(logger: broker, target: "app", "literal a good deal longer than the fifty-six bytes that a slot holds inline")
+        }
+        _ => {
+            log::info!(logger: broker, target: "app", "w{t} n{i} and a tail that makes it longer than a slot holds, spilled")
+        }
+    }
+}
+
+/// Six threads named `<prefix><t>` make 20,000 calls `log(broker, t, i)`
+/// each into one drop-oldest subscription of 64 records and 20,000 bytes,
+/// whose appender keeps `tally` (records seen, and the bad ones): no bad
+/// record, the books balance, and afterwards the byte budget is whole
+/// again (calls made one at a time, each written before the next, are
+/// never dropped).
+fn flood_balances(
+    appender: impl logbus::Appender + 'static,
+    tally: &Mutex<(u64, Vec<String>)>,
+    prefix: &str,
+    log: fn(&logbus::BrokerHandle, u64, u64),
+) {
     let broker = common::broker();
-    let check = Check::default();
     let handle = broker
         .subscribe(
-            Subscription::builder("s", check.clone())
+            Subscription::builder("s", appender)
                 .capacity(64)
                 .max_bytes(20_000)
                 .overflow(OverflowPolicy::DropOldest),
@@ -68,15 +100,10 @@ fn direct_path_flood_with_byte_bound_balances() {
         .map(|t| {
             let broker = broker.handle();
             std::thread::Builder::new()
-                .name(format!("w{t}"))
+                .name(format!("{prefix}{t}"))
                 .spawn(move || {
                     for i in 0..20_000u64 {
-                        match i % 4 {
-                            0 => log::info!(logger: broker, target: "app", "w{t} n{i}"),
-                            1 => log::info!(logger: broker, target: "app", "literal short"),
-                            2 => log::info!(logger: broker, target: "app", "literal a good deal longer than the fifty-six bytes that a slot holds inline"),
-                            _ => log::info!(logger: broker, target: "app", "w{t} n{i} and a tail that makes it longer than a slot holds, spilled"),
-                        }
+                        log(&broker, t, i);
                     }
                 })
                 .unwrap()
@@ -87,13 +114,14 @@ fn direct_path_flood_with_byte_bound_balances() {
     }
     broker.flush().unwrap();
     let s = handle.stats();
-    let g = check.0.lock().unwrap();
+    let g = tally.lock().unwrap();
     assert!(
         g.1.is_empty(),
         "bad records: {:?}",
         &g.1[..g.1.len().min(5)]
     );
     assert_eq!(s.matched, 6 * 20_000);
+    assert_eq!(s.written, g.0);
     assert_eq!(
         s.matched,
         s.written + s.dropped + s.dead_lettered + s.lost,
@@ -101,14 +129,22 @@ fn direct_path_flood_with_byte_bound_balances() {
     );
     assert_eq!(s.in_queue, 0);
     drop(g);
-    // The byte budget is whole again: records pushed one at a time, each
-    // written before the next, are never dropped.
     let dropped = handle.stats().dropped;
     for i in 0..1000u64 {
-        log::info!(logger: broker, target: "app", "w0 n{i}");
+        log(&broker.handle(), 0, i);
         broker.flush().unwrap();
     }
     assert_eq!(handle.stats().dropped, dropped);
+}
+
+/// Many threads flood one drop-oldest subscription with a byte bound through
+/// the direct path (short, literal, long literal, spilled): the books
+/// balance, every record is whole and names its own thread, and afterwards
+/// the byte budget is all given back.
+#[test]
+fn direct_path_flood_with_byte_bound_balances() {
+    let check = Check::default();
+    flood_balances(check.clone(), &check.0, "w", log_plain);
 }
 
 struct Counted<'a>(&'a std::sync::atomic::AtomicU64, u64);
@@ -322,37 +358,18 @@ fn deferred_calls_either_way_come_out_whole_and_leave_no_seq_unused() {
     assert_eq!(seqs, [0, 1, 2, 3, 4]);
 }
 
-/// Checks that a record's message is what its thread logged: `d<t> <i>
-/// ...` with the values that `i` gives, on the thread named `d<t>`.
-#[derive(Clone, Default)]
-struct Decoded(Arc<Mutex<(u64, Vec<String>)>>);
-
-impl Appender for Decoded {
-    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
-        let mut g = self.0.lock().unwrap();
-        if record.target() == "logbus" {
-            return Ok(());
-        }
-        g.0 += 1;
-        let m = record.message();
-        let ok = (|| {
-            let mut words = m.split(' ');
-            let t: u64 = words.next()?.strip_prefix('d')?.parse().ok()?;
-            let i: u64 = words.next()?.parse().ok()?;
-            let rest: Vec<_> = words.collect();
-            let expected = expected(t, i);
-            let name = format!("d{t}");
-            Some(rest.join(" ") == expected && record.thread().name == Some(name.as_str()))
-        })();
-        if ok != Some(true) {
-            g.1.push(m.to_owned());
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), AppendError> {
-        Ok(())
-    }
+/// Whether a deferred record is what its thread logged: `d<t> <i> ...`
+/// with the values that `i` gives, on the thread named `d<t>`.
+fn decoded_whole(record: &Record) -> bool {
+    let mut words = record.message().split(' ');
+    let whole = || {
+        let t: u64 = words.next()?.strip_prefix('d')?.parse().ok()?;
+        let i: u64 = words.next()?.parse().ok()?;
+        let rest: Vec<_> = words.collect();
+        let name = format!("d{t}");
+        Some(rest.join(" ") == expected(t, i) && record.thread().name == Some(name.as_str()))
+    };
+    whole() == Some(true)
 }
 
 /// What `d<t> <i>` is followed by (see `log_decoded`).
@@ -395,55 +412,6 @@ fn log_decoded(broker: &logbus::BrokerHandle, t: u64, i: u64) {
 /// worker), the books balance, and the byte budget comes back whole.
 #[test]
 fn deferred_records_flood_with_byte_bound_balances() {
-    let broker = common::broker();
-    let check = Decoded::default();
-    let handle = broker
-        .subscribe(
-            Subscription::builder("s", check.clone())
-                .capacity(64)
-                .max_bytes(20_000)
-                .overflow(OverflowPolicy::DropOldest),
-        )
-        .unwrap();
-    let threads: Vec<_> = (0..6)
-        .map(|t| {
-            let broker = broker.handle();
-            std::thread::Builder::new()
-                .name(format!("d{t}"))
-                .spawn(move || {
-                    for i in 0..20_000u64 {
-                        log_decoded(&broker, t, i);
-                    }
-                })
-                .unwrap()
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
-    broker.flush().unwrap();
-    let s = handle.stats();
-    let g = check.0.lock().unwrap();
-    assert!(
-        g.1.is_empty(),
-        "bad records: {:?}",
-        &g.1[..g.1.len().min(5)]
-    );
-    assert_eq!(s.matched, 6 * 20_000);
-    assert_eq!(s.written, g.0);
-    assert_eq!(
-        s.matched,
-        s.written + s.dropped + s.dead_lettered + s.lost,
-        "{s:?}"
-    );
-    assert_eq!(s.in_queue, 0);
-    drop(g);
-    // The byte budget is whole again: records pushed one at a time, each
-    // written before the next, are never dropped.
-    let dropped = handle.stats().dropped;
-    for i in 0..1000u64 {
-        log_decoded(&broker.handle(), 0, i);
-        broker.flush().unwrap();
-    }
-    assert_eq!(handle.stats().dropped, dropped);
+    let check = Check(Arc::default(), decoded_whole);
+    flood_balances(check.clone(), &check.0, "d", log_decoded);
 }
