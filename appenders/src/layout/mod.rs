@@ -163,28 +163,59 @@ impl Layout {
                     ref bytes => out.extend_from_slice(bytes),
                 },
                 Piece::Timestamp(ts) => ts.render_record(record, out),
-                Piece::Field(field, width) => {
-                    let color = match (*field, level_color) {
-                        (Field::Level, Some(color)) => {
-                            out.extend_from_slice(color.as_bytes());
-                            true
-                        }
-                        _ => false,
-                    };
-                    let start = out.len();
+                // The common field: no width, no colour. Its own arm, so
+                // that the others' checks are not paid per field.
+                Piece::Field(field, None) if level_color.is_none() => {
                     render_field(*field, record, out, multiline);
-                    if let Some(width) = width {
-                        pad(out, start, *width);
-                    }
-                    if color {
-                        out.extend_from_slice(b"\x1b[0m");
-                    }
+                }
+                Piece::Field(field, width) => {
+                    styled_field(*field, *width, record, out, multiline, level_color);
                 }
             }
         }
     }
 }
 
+/// A field with a width, or the level when it is coloured (the colour
+/// wraps the padding too). Kept out of the render loop, whose common arm
+/// it would make slower.
+#[inline(never)]
+fn styled_field(
+    field: Field,
+    width: Option<Width>,
+    record: &Record,
+    out: &mut Vec<u8>,
+    multiline: MultilineMode,
+    level_color: Option<&str>,
+) {
+    let color = level_color.filter(|_| field == Field::Level);
+    if let Some(color) = color {
+        out.extend_from_slice(color.as_bytes());
+    }
+    match (field, width) {
+        (_, None) => render_field(field, record, out, multiline),
+        // The level's length is known before it is written: the padding
+        // goes straight around it.
+        (Field::Level, Some(width)) => {
+            let (before, after) = width.split(record.level().as_str().len());
+            spaces(out, before);
+            render_field(field, record, out, multiline);
+            spaces(out, after);
+        }
+        (_, Some(width)) => {
+            let start = out.len();
+            render_field(field, record, out, multiline);
+            pad(out, start, width);
+        }
+    }
+    if color.is_some() {
+        out.extend_from_slice(b"\x1b[0m");
+    }
+}
+
+// Inlined into the render loop's common arm: a call per field costs more
+// than most fields take to render.
+#[inline(always)]
 fn render_field(field: Field, record: &Record, out: &mut Vec<u8>, multiline: MultilineMode) {
     match field {
         // One arm per name, so that each copy has a constant length (an
@@ -247,18 +278,31 @@ fn render_kv(record: &Record, out: &mut Vec<u8>, multiline: MultilineMode) {
 fn pad(out: &mut Vec<u8>, start: usize, width: Width) {
     // Escaped output is valid UTF-8; count characters, not bytes.
     let chars = out[start..].iter().filter(|&&b| (b & 0xc0) != 0x80).count();
-    let Some(missing) = width.width.checked_sub(chars).filter(|m| *m > 0) else {
-        return;
-    };
-    let (before, after) = match width.align {
-        Align::Left => (0, missing),
-        Align::Right => (missing, 0),
-        Align::Center => (missing / 2, missing - missing / 2),
-    };
+    let (before, after) = width.split(chars);
     if before > 0 {
-        out.splice(start..start, std::iter::repeat(b' ').take(before));
+        let end = out.len();
+        spaces(out, before);
+        out.copy_within(start..end, start + before);
+        out[start..start + before].fill(b' ');
     }
-    out.extend(std::iter::repeat(b' ').take(after));
+    spaces(out, after);
+}
+
+/// Appends `n` spaces.
+fn spaces(out: &mut Vec<u8>, n: usize) {
+    out.resize(out.len() + n, b' ');
+}
+
+impl Width {
+    /// The spaces before and after a value of `chars` characters.
+    fn split(self, chars: usize) -> (usize, usize) {
+        let missing = self.width.saturating_sub(chars);
+        match self.align {
+            Align::Left => (0, missing),
+            Align::Right => (missing, 0),
+            Align::Center => (missing / 2, missing - missing / 2),
+        }
+    }
 }
 
 impl Default for Layout {
@@ -503,6 +547,9 @@ mod tests {
     fn padding_counts_characters_not_bytes() {
         let record = Record::builder(Topic::new(Level::Info, "héé")).build();
         check_record("{target:>5}|", &record, "  héé|");
+        check_record("{target:^6}|{target:<4}|", &record, " héé  |héé |");
+        // A field longer than its width is never cut.
+        check_record("{target:>2}|{level:>3}|", &record, "héé|INFO|");
     }
 
     #[test]
