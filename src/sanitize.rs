@@ -336,9 +336,38 @@ impl fmt::Write for SlotText<'_> {
         if end > self.limit {
             return self.spill_over(s);
         }
-        self.stack[self.len..end].copy_from_slice(s.as_bytes());
+        copy_small(&mut self.stack[self.len..end], s.as_bytes());
         self.len = end;
         Ok(())
+    }
+}
+
+/// `dst.copy_from_slice(src)`, inline for up to 16 bytes (most of what
+/// `format_args!` writes: literal pieces and numbers), where a `memcpy`
+/// call costs more than the copy. `dst` and `src` have the same length.
+#[inline(always)]
+fn copy_small(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    // Two loads and two stores that overlap when `n` is under twice their
+    // size; every index stays below `n`.
+    macro_rules! halves {
+        ($ty:ty, $size:expr) => {{
+            let head = <$ty>::from_ne_bytes(src[..$size].try_into().unwrap_or([0; $size]));
+            let tail = <$ty>::from_ne_bytes(src[n - $size..].try_into().unwrap_or([0; $size]));
+            dst[..$size].copy_from_slice(&head.to_ne_bytes());
+            dst[n - $size..].copy_from_slice(&tail.to_ne_bytes());
+        }};
+    }
+    match n {
+        8..=16 => halves!(u64, 8),
+        4..=7 => halves!(u32, 4),
+        1..=3 => {
+            dst[0] = src[0];
+            dst[n / 2] = src[n / 2];
+            dst[n - 1] = src[n - 1];
+        }
+        0 => {}
+        _ => dst.copy_from_slice(src),
     }
 }
 
@@ -376,6 +405,20 @@ mod tests {
     use std::fmt::Write as _;
 
     use super::*;
+
+    #[test]
+    fn small_copies_copy_every_byte_at_every_length() {
+        let src: Vec<u8> = (1..=40).collect();
+        for n in 0..=src.len() {
+            let mut dst = [0u8; 40];
+            copy_small(&mut dst[..n], &src[..n]);
+            assert_eq!(&dst[..n], &src[..n], "length {n}");
+            assert!(
+                dst[n..].iter().all(|&b| b == 0),
+                "length {n} wrote past its end"
+            );
+        }
+    }
 
     #[test]
     fn a_long_chunk_is_cut_at_a_char_boundary_and_measured() {
