@@ -50,6 +50,7 @@ const LOGGERS: &[&str] = &[
     "logbus-journal",
     "logbus-redact",
     "logbus-3",
+    "logbus-3-block",
     "tracing-lossy",
     "tracing-blocking",
     "slog-async",
@@ -709,6 +710,9 @@ fn main() {
         "logbus-journal" => logbus(&args, false, true, false, 1, Call::Log),
         "logbus-redact" => logbus(&args, false, false, true, 1, Call::Log),
         "logbus-3" => logbus(&args, false, false, false, 3, Call::Log),
+        // As logbus-3 with `Block`: no eviction, so its instructions
+        // (`callgrind.sh`, which runs one thread at a time) are the pushes'.
+        "logbus-3-block" => logbus(&args, true, false, false, 3, Call::Log),
         "tracing-lossy" => tracing(&args, true),
         "tracing-blocking" => tracing(&args, false),
         "slog-async" => slog_async(&args),
