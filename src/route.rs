@@ -499,17 +499,36 @@ mod tests {
             "app::http::client::pool",
         ] {
             let mut target = text.to_owned();
+            let at = target.as_ptr();
             assert_eq!(routed_target(&mut view, Level::Info, &target), text);
             // Same address and length, other text: the last route and
             // the hashed one must both be refused.
-            let other: String = text.chars().rev().collect();
-            // SAFETY: ASCII replaced by ASCII of the same length.
-            unsafe { target.as_bytes_mut().copy_from_slice(other.as_bytes()) };
+            target.make_ascii_uppercase();
+            assert_eq!(target.as_ptr(), at);
+            let other = text.to_ascii_uppercase();
             assert_eq!(routed_target(&mut view, Level::Info, &target), other);
             assert_eq!(routed_target(&mut view, Level::Warn, &target), other);
             assert_eq!(routed_target(&mut view, Level::Info, text), text);
             assert_eq!(routed_target(&mut view, Level::Info, &target), other);
         }
+    }
+
+    #[test]
+    fn the_cap_starts_over_and_the_last_route_stays_the_hashed_one() {
+        let mut view = view();
+        for i in 0..3 * ROUTE_CACHE_CAP {
+            let target = format!("t{i:06}");
+            assert_eq!(routed_target(&mut view, Level::Info, &target), target);
+            assert!(view.routes.len() <= ROUTE_CACHE_CAP);
+            let Some((key, last)) = &view.last else {
+                panic!("no last route after a lookup");
+            };
+            assert!(Rc::ptr_eq(last, &view.routes[key]));
+        }
+        assert!(view
+            .routes
+            .values()
+            .all(|route| Rc::strong_count(route) <= 2));
     }
 
     #[test]

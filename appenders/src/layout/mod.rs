@@ -543,6 +543,61 @@ mod tests {
         assert_eq!(out, b"a\n    FAKE  INFO line\\x1b[2J k\\n=v\\r\n    ");
     }
 
+    /// Every field at every width and alignment, coloured or not, after
+    /// bytes already in the buffer: padded as `format!` pads the plain
+    /// rendering (by characters), the colour around the padding.
+    #[test]
+    fn padding_agrees_with_format_at_every_width() {
+        let fields = ["level", "target", "topic", "msg", "kv", "seq", "line"];
+        for target in [
+            "",
+            "a",
+            "héé",
+            "日本語",
+            "a\nb",
+            "app::http::client",
+            "🦀🦀",
+        ] {
+            for level in [Level::Error, Level::Info, Level::Trace] {
+                let record = Record::builder(Topic::new(level, target))
+                    .message(target)
+                    .kv("k", target)
+                    .build();
+                for field in fields {
+                    let mut plain = Vec::new();
+                    Layout::parse(&format!("{{{field}}}"))
+                        .unwrap()
+                        .render(&record, &mut plain);
+                    let plain = String::from_utf8(plain).unwrap();
+                    for (align, width, color) in (0..12)
+                        .flat_map(|w| ['<', '>', '^'].map(|a| (a, w)))
+                        .flat_map(|(a, w)| [None, Some("\x1b[31m")].map(|c| (a, w, c)))
+                    {
+                        let pattern = format!("[{{{field}:{align}{width}}}]");
+                        let mut out = "é".as_bytes().to_vec();
+                        Layout::parse(&pattern)
+                            .unwrap()
+                            .render_styled(&record, &mut out, color);
+                        let padded = match align {
+                            '<' => format!("{plain:<width$}"),
+                            '>' => format!("{plain:>width$}"),
+                            _ => format!("{plain:^width$}"),
+                        };
+                        let (on, off) = match (field, color) {
+                            ("level", Some(on)) => (on, "\x1b[0m"),
+                            _ => ("", ""),
+                        };
+                        assert_eq!(
+                            String::from_utf8(out).unwrap(),
+                            format!("é[{on}{padded}{off}]"),
+                            "{pattern} {target:?} {color:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn padding_counts_characters_not_bytes() {
         let record = Record::builder(Topic::new(Level::Info, "héé")).build();
