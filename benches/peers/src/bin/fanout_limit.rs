@@ -21,8 +21,11 @@
 //!   FANOUT_NOWRITE=1 fanout_limit ...   (readers render but write nothing)
 //!
 //! prints the caller's per-call p50, mean and p99.9 in ns (each call timed
-//! with `Instant`, the timer's own median cost printed too), the rate, and
-//! checks that every reader saw every record once, in order.
+//! with `Instant`, the timer's own median cost printed too), the rate, the
+//! number of calls that found a ring full (`waits`) and the nanoseconds a
+//! call spent waiting on average (`wait_ns`, in the mean), and checks that
+//! every reader saw every record once, in order, with its own message.
+//! `benches/peers/fanout.sh` runs the rounds.
 
 use std::cell::UnsafeCell;
 use std::fmt::Write as _;
@@ -34,6 +37,31 @@ use std::thread;
 use std::time::Instant;
 
 const RING_BYTES: usize = 1 << 20;
+
+/// Calls that found a ring full, and the nanoseconds they waited: the
+/// lossless caller's back-pressure, apart from its push.
+static WAITS: AtomicU64 = AtomicU64::new(0);
+static WAITED_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Spins, then yields, until `full()` is false; counts the wait.
+#[inline]
+fn wait_while(mut full: impl FnMut() -> bool) {
+    if !full() {
+        return;
+    }
+    let start = Instant::now();
+    let mut spins = 0u32;
+    while full() {
+        spins += 1;
+        if spins < 64 {
+            std::hint::spin_loop();
+        } else {
+            thread::yield_now();
+        }
+    }
+    WAITS.fetch_add(1, Ordering::Relaxed);
+    WAITED_NS.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+}
 const POINTER_SLOTS: usize = 8192;
 const FLUSH_AT: usize = 32 * 1024;
 const HEADER: usize = 16;
@@ -93,25 +121,22 @@ impl ByteWriter {
 
     /// Waits until `need` bytes from the tail are free.
     fn reserve(&mut self, need: u64) {
-        let mut spins = 0u32;
-        while self.tail + need > self.room_until {
-            let slowest = self
-                .ring
+        if self.tail + need <= self.room_until {
+            return;
+        }
+        let (ring, tail) = (&self.ring, self.tail);
+        let mut room_until = self.room_until;
+        wait_while(|| {
+            let slowest = ring
                 .heads
                 .iter()
                 .map(|h| h.0.load(Ordering::Acquire))
                 .min()
-                .unwrap_or(self.tail);
-            self.room_until = slowest + RING_BYTES as u64;
-            if self.tail + need > self.room_until {
-                spins += 1;
-                if spins < 64 {
-                    std::hint::spin_loop();
-                } else {
-                    thread::yield_now();
-                }
-            }
-        }
+                .unwrap_or(tail);
+            room_until = slowest + RING_BYTES as u64;
+            tail + need > room_until
+        });
+        self.room_until = room_until;
     }
 
     /// Writes one record: a 16-byte header (length, seq) and `message`.
@@ -142,7 +167,7 @@ impl ByteWriter {
 
 /// A single-producer, single-consumer ring of `Arc<str>` pointers.
 struct PointerRing {
-    slots: Box<[UnsafeCell<*const str>]>,
+    slots: Box<[UnsafeCell<(u64, *const str)>]>,
     tail: Padded,
     head: Padded,
     done: AtomicBool,
@@ -158,9 +183,10 @@ impl PointerRing {
         PointerRing {
             slots: (0..POINTER_SLOTS)
                 .map(|_| {
-                    UnsafeCell::new(
-                        std::ptr::slice_from_raw_parts(std::ptr::null::<u8>(), 0) as *const str
-                    )
+                    UnsafeCell::new((
+                        0,
+                        std::ptr::slice_from_raw_parts(std::ptr::null::<u8>(), 0) as *const str,
+                    ))
                 })
                 .collect(),
             tail: Padded(AtomicU64::new(0)),
@@ -169,19 +195,13 @@ impl PointerRing {
         }
     }
 
-    fn push(&self, tail: &mut u64, message: Arc<str>) {
-        let mut spins = 0u32;
-        while *tail - self.head.0.load(Ordering::Acquire) >= POINTER_SLOTS as u64 {
-            spins += 1;
-            if spins < 64 {
-                std::hint::spin_loop();
-            } else {
-                thread::yield_now();
-            }
-        }
+    fn push(&self, tail: &mut u64, seq: u64, message: Arc<str>) {
+        let at = *tail;
+        wait_while(|| at - self.head.0.load(Ordering::Acquire) >= POINTER_SLOTS as u64);
         // SAFETY: the slot is free (the head passed it).
         unsafe {
-            *self.slots[(*tail as usize) & (POINTER_SLOTS - 1)].get() = Arc::into_raw(message)
+            *self.slots[(*tail as usize) & (POINTER_SLOTS - 1)].get() =
+                (seq, Arc::into_raw(message))
         };
         *tail += 1;
         self.tail.0.store(*tail, Ordering::Release);
@@ -211,6 +231,12 @@ impl Sink {
 
     fn render(&mut self, seq: u64, message: &[u8]) {
         assert_eq!(seq, self.seen, "records out of order or lost");
+        // The message is the one logged with this seq: its first number.
+        let number = message[b"request ".len()..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .fold(0u64, |n, b| n * 10 + u64::from(b - b'0'));
+        assert_eq!(number, seq, "a message that is not its record's");
         self.seen += 1;
         self.out.extend_from_slice(b"INFO app::http: ");
         self.out.extend_from_slice(message);
@@ -280,9 +306,10 @@ fn read_pointers(ring: &PointerRing, mut sink: Sink) -> u64 {
         while head < tail {
             // SAFETY: below the acquired tail: an `Arc::into_raw` pointer
             // the producer gave to this reader alone.
-            let message: Arc<str> =
-                unsafe { Arc::from_raw(*ring.slots[(head as usize) & (POINTER_SLOTS - 1)].get()) };
-            let seq = sink.seen;
+            let (seq, message) =
+                unsafe { *ring.slots[(head as usize) & (POINTER_SLOTS - 1)].get() };
+            // SAFETY: as above.
+            let message: Arc<str> = unsafe { Arc::from_raw(message) };
             sink.render(seq, message.as_bytes());
             head += 1;
         }
@@ -307,6 +334,33 @@ impl std::fmt::Write for Stack {
         self.buf[self.len..end].copy_from_slice(s.as_bytes());
         self.len = end;
         Ok(())
+    }
+}
+
+/// One call of the `broadcast` and `copies` shapes: format on the stack,
+/// push into each ring. Out of line, so that callgrind can count it alone
+/// (`--toggle-collect=fanout_limit::call_bytes`).
+#[inline(never)]
+fn call_bytes(writers: &mut [ByteWriter], i: u64) {
+    let mut stack = Stack {
+        buf: [0; 128],
+        len: 0,
+    };
+    let _ = write!(stack, "request {} served in {} us", i, i % 1000);
+    for writer in writers {
+        writer.push(i, &stack.buf[..stack.len]);
+    }
+}
+
+/// One call of the `shared` shape: format into an `Arc<str>`, push a
+/// reference into each ring (`--toggle-collect=fanout_limit::call_shared`).
+#[inline(never)]
+fn call_shared(rings: &[Arc<PointerRing>], tails: &mut [u64], text: &mut String, i: u64) {
+    text.clear();
+    let _ = write!(text, "request {} served in {} us", i, i % 1000);
+    let message: Arc<str> = Arc::from(text.as_str());
+    for (ring, tail) in rings.iter().zip(tails) {
+        ring.push(tail, i, Arc::clone(&message));
     }
 }
 
@@ -346,14 +400,7 @@ fn main() {
             let start = Instant::now();
             for i in 0..records {
                 let t0 = Instant::now();
-                let mut stack = Stack {
-                    buf: [0; 128],
-                    len: 0,
-                };
-                let _ = write!(stack, "request {} served in {} us", i, i % 1000);
-                for writer in &mut writers {
-                    writer.push(i, &stack.buf[..stack.len]);
-                }
+                call_bytes(&mut writers, i);
                 lat[i as usize] = t0.elapsed().as_nanos() as u32;
             }
             let elapsed = start.elapsed().as_secs_f64();
@@ -383,13 +430,7 @@ fn main() {
             let mut text = String::with_capacity(128);
             for i in 0..records {
                 let t0 = Instant::now();
-                text.clear();
-                let _ = write!(text, "request {} served in {} us", i, i % 1000);
-                let message: Arc<str> = Arc::from(text.as_str());
-                for (ring, tail) in rings.iter().zip(&mut tails) {
-                    ring.push(tail, Arc::clone(&message));
-                }
-                drop(message);
+                call_shared(&rings, &mut tails, &mut text, i);
                 lat[i as usize] = t0.elapsed().as_nanos() as u32;
             }
             let elapsed = start.elapsed().as_secs_f64();
@@ -427,10 +468,12 @@ fn main() {
     lat.sort_unstable();
     let at = |q: f64| lat[((lat.len() as f64 - 1.0) * q) as usize];
     println!(
-        "FANOUT shape={shape} readers={readers} write={} records={records} timer_ns={timer} p50={} mean={mean:.1} p999={} rate={:.0}",
+        "FANOUT shape={shape} readers={readers} write={} records={records} timer_ns={timer} p50={} mean={mean:.1} p999={} rate={:.0} waits={} wait_ns={:.1}",
         std::env::var_os("FANOUT_NOWRITE").is_none(),
         at(0.5),
         at(0.999),
-        records as f64 / elapsed
+        records as f64 / elapsed,
+        WAITS.load(Ordering::Relaxed),
+        WAITED_NS.load(Ordering::Relaxed) as f64 / records as f64,
     );
 }
