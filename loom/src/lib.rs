@@ -13,7 +13,8 @@
 //!
 //! The models are in `models.rs` (and `handover.rs`, the replay's
 //! hand-over, and `slots.rs`, a lane's slots, which model code this crate
-//! cannot build); `cargo test -p logbus-loom` runs them
+//! cannot build; `broadcast.rs` models the multi-cursor ring issue 16's
+//! item 2 calls for, ahead of its code); `cargo test -p logbus-loom` runs them
 //! (under a minute on two cores). Each protocol also has a model of a
 //! broken variant that loom must reject, so that the models are known to
 //! be able to fail.
@@ -65,6 +66,8 @@ pub(crate) mod gate;
 #[path = "../../src/queue/waker.rs"]
 pub(crate) mod waker;
 
+#[cfg(test)]
+mod broadcast;
 #[cfg(test)]
 mod handover;
 #[cfg(test)]
