@@ -34,18 +34,12 @@ use loom::sync::Arc;
 use loom::thread;
 
 use crate::models::{check, expected_failure, must_fail};
+use crate::slots::{assert_owned_once, take_at, Owned, Slot};
 
 /// Slots in the ring, records pushed, and cursors (subscriptions).
 const CAPACITY: usize = 2;
 const RECORDS: usize = 3;
 const CURSORS: usize = 2;
-
-struct Slot {
-    seq: AtomicUsize,
-    /// Two words of a record's parts: a torn reading shows as a mismatch.
-    first: AtomicUsize,
-    second: AtomicUsize,
-}
 
 struct Ring {
     heads: [AtomicUsize; CURSORS],
@@ -53,40 +47,19 @@ struct Ring {
     slots: [Slot; CAPACITY],
 }
 
-/// A record's index and what its owner read of it: `seq` and the words.
-type Owned = (usize, (usize, usize, usize));
-
 impl Ring {
     fn new() -> Ring {
-        let slot = || Slot {
-            seq: AtomicUsize::new(usize::MAX),
-            first: AtomicUsize::new(usize::MAX),
-            second: AtomicUsize::new(usize::MAX),
-        };
         Ring {
             heads: [AtomicUsize::new(0), AtomicUsize::new(0)],
             tail: AtomicUsize::new(0),
-            slots: [slot(), slot()],
+            slots: [Slot::empty(), Slot::empty()],
         }
     }
 
     /// One record for `cursor`'s subscription: read the slot at the
     /// cursor, then own it if the compare-and-swap on that cursor wins.
     fn take(&self, cursor: usize) -> Option<Owned> {
-        let head = self.heads[cursor].load(Ordering::Acquire);
-        if head >= self.tail.load(Ordering::Acquire) {
-            return None;
-        }
-        let slot = &self.slots[head % CAPACITY];
-        let reading = (
-            slot.seq.load(Ordering::Acquire),
-            slot.first.load(Ordering::Relaxed),
-            slot.second.load(Ordering::Relaxed),
-        );
-        self.heads[cursor]
-            .compare_exchange(head, head + 1, Ordering::AcqRel, Ordering::Acquire)
-            .ok()
-            .map(|_| (head, reading))
+        take_at(&self.heads[cursor], &self.tail, &self.slots)
     }
 
     /// The producer under drop-oldest for `RECORDS` records: before each
@@ -107,10 +80,7 @@ impl Ring {
                     }
                 }
             }
-            let slot = &self.slots[tail % CAPACITY];
-            slot.seq.store(record, Ordering::Release);
-            slot.first.store(record, Ordering::Relaxed);
-            slot.second.store(record, Ordering::Relaxed);
+            self.slots[tail % CAPACITY].fill(record);
             tail += 1;
             self.tail.store(tail, Ordering::Release);
         }
@@ -156,20 +126,7 @@ fn broadcast(careful: bool) {
             .filter(|(c, _)| *c == cursor)
             .map(|&(_, record)| record)
             .collect();
-        for &(index, reading) in &mine {
-            assert_eq!(
-                reading,
-                (index, index, index),
-                "cursor {cursor}: record {index} read torn"
-            );
-        }
-        let mut indices: Vec<usize> = mine.iter().map(|&(index, _)| index).collect();
-        indices.sort_unstable();
-        assert_eq!(
-            indices,
-            (0..RECORDS).collect::<Vec<_>>(),
-            "cursor {cursor}: each record owned once"
-        );
+        assert_owned_once(&mine, RECORDS, &format!("cursor {cursor}"));
     }
 }
 

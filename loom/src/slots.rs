@@ -25,11 +25,67 @@ use crate::models::{check, expected_failure, must_fail};
 const CAPACITY: usize = 2;
 const RECORDS: usize = 3;
 
-struct Slot {
+/// A slot of the model (also `broadcast.rs`'s).
+pub(crate) struct Slot {
     seq: AtomicUsize,
     /// Two words of a record's parts: a torn reading shows as a mismatch.
     first: AtomicUsize,
     second: AtomicUsize,
+}
+
+impl Slot {
+    pub(crate) fn empty() -> Slot {
+        Slot {
+            seq: AtomicUsize::new(usize::MAX),
+            first: AtomicUsize::new(usize::MAX),
+            second: AtomicUsize::new(usize::MAX),
+        }
+    }
+
+    /// The producer's fill: `seq` with `Release`, the rest `Relaxed`.
+    pub(crate) fn fill(&self, record: usize) {
+        self.seq.store(record, Ordering::Release);
+        self.first.store(record, Ordering::Relaxed);
+        self.second.store(record, Ordering::Relaxed);
+    }
+}
+
+/// Reads the slot of index `head` (below the acquired `tail`), then owns
+/// its record if the compare-and-swap of `cursor` from `head` wins: a
+/// lane's take or eviction (`Lane::take_below`, `evict_head_below`).
+pub(crate) fn take_at(cursor: &AtomicUsize, tail: &AtomicUsize, slots: &[Slot]) -> Option<Owned> {
+    let head = cursor.load(Ordering::Acquire);
+    if head >= tail.load(Ordering::Acquire) {
+        return None;
+    }
+    let slot = &slots[head % slots.len()];
+    let reading = (
+        slot.seq.load(Ordering::Acquire),
+        slot.first.load(Ordering::Relaxed),
+        slot.second.load(Ordering::Relaxed),
+    );
+    cursor
+        .compare_exchange(head, head + 1, Ordering::AcqRel, Ordering::Acquire)
+        .ok()
+        .map(|_| (head, reading))
+}
+
+/// The property: each record of `0..records` owned once, read whole.
+pub(crate) fn assert_owned_once(owned: &[Owned], records: usize, whose: &str) {
+    for &(index, reading) in owned {
+        assert_eq!(
+            reading,
+            (index, index, index),
+            "{whose}: record {index} read torn"
+        );
+    }
+    let mut indices: Vec<usize> = owned.iter().map(|&(index, _)| index).collect();
+    indices.sort_unstable();
+    assert_eq!(
+        indices,
+        (0..records).collect::<Vec<_>>(),
+        "{whose}: each record owned once"
+    );
 }
 
 struct Ring {
@@ -39,39 +95,20 @@ struct Ring {
 }
 
 /// A record's index and what its owner read of it: `seq` and the words.
-type Owned = (usize, (usize, usize, usize));
+pub(crate) type Owned = (usize, (usize, usize, usize));
 
 impl Ring {
     fn new() -> Ring {
-        let slot = || Slot {
-            seq: AtomicUsize::new(usize::MAX),
-            first: AtomicUsize::new(usize::MAX),
-            second: AtomicUsize::new(usize::MAX),
-        };
         Ring {
             head: AtomicUsize::new(0),
             tail: AtomicUsize::new(0),
-            slots: [slot(), slot()],
+            slots: [Slot::empty(), Slot::empty()],
         }
     }
 
-    /// `Lane::take_below` for one record, or `evict_head_below`: read the
-    /// head's slot, then own it if the CAS wins.
+    /// `Lane::take_below` for one record, or `evict_head_below`.
     fn take(&self) -> Option<Owned> {
-        let head = self.head.load(Ordering::Acquire);
-        if head >= self.tail.load(Ordering::Acquire) {
-            return None;
-        }
-        let slot = &self.slots[head % CAPACITY];
-        let reading = (
-            slot.seq.load(Ordering::Acquire),
-            slot.first.load(Ordering::Relaxed),
-            slot.second.load(Ordering::Relaxed),
-        );
-        self.head
-            .compare_exchange(head, head + 1, Ordering::AcqRel, Ordering::Acquire)
-            .ok()
-            .map(|_| (head, reading))
+        take_at(&self.head, &self.tail, &self.slots)
     }
 
     /// `LaneProducer::try_push` under drop-oldest for `RECORDS` records:
@@ -88,10 +125,7 @@ impl Ring {
                     evicted.extend(self.take());
                 }
             }
-            let slot = &self.slots[tail % CAPACITY];
-            slot.seq.store(record, Ordering::Release);
-            slot.first.store(record, Ordering::Relaxed);
-            slot.second.store(record, Ordering::Relaxed);
+            self.slots[tail % CAPACITY].fill(record);
             tail += 1;
             self.tail.store(tail, Ordering::Release);
         }
@@ -117,16 +151,7 @@ fn slots(careful: bool) {
     while let Some(record) = ring.take() {
         owned.push(record);
     }
-    for &(index, reading) in &owned {
-        assert_eq!(reading, (index, index, index), "record {index} read torn");
-    }
-    let mut indices: Vec<usize> = owned.iter().map(|&(index, _)| index).collect();
-    indices.sort_unstable();
-    assert_eq!(
-        indices,
-        (0..RECORDS).collect::<Vec<_>>(),
-        "each record owned once"
-    );
+    assert_owned_once(&owned, RECORDS, "the lane");
 }
 
 #[test]

@@ -254,69 +254,86 @@ impl Sink {
     }
 }
 
-fn read_bytes(ring: &ByteRing, reader: usize, mut sink: Sink) -> u64 {
+/// A reader's loop over one ring: `read(head, tail, sink)` renders the
+/// records from `head` to the acquired `tail` and returns the new head,
+/// which is then published to the producer; idle, it flushes and yields,
+/// and it ends once the producer is done and everything is read.
+fn read_loop(
+    tail: &AtomicU64,
+    done: &AtomicBool,
+    head_out: &AtomicU64,
+    mut sink: Sink,
+    mut read: impl FnMut(u64, u64, &mut Sink) -> u64,
+) -> u64 {
     let mut head = 0u64;
     loop {
-        let tail = ring.tail.0.load(Ordering::Acquire);
-        if head == tail {
-            if ring.done.load(Ordering::Acquire) && ring.tail.0.load(Ordering::Acquire) == head {
+        let now = tail.load(Ordering::Acquire);
+        if head == now {
+            if done.load(Ordering::Acquire) && tail.load(Ordering::Acquire) == head {
                 break;
             }
             sink.flush();
             thread::yield_now();
             continue;
         }
-        while head < tail {
-            let at = ring.ptr(head);
-            // SAFETY: below the tail we acquired, so written.
-            let len = unsafe { (at as *const u32).read_unaligned() };
-            if len == WRAP {
-                head += RING_BYTES as u64 - (head & (RING_BYTES as u64 - 1));
-                continue;
-            }
-            let len = len as usize;
-            // SAFETY: as above; a record never straddles the ring's end.
-            let (seq, message) = unsafe {
-                (
-                    (at.add(8) as *const u64).read_unaligned(),
-                    std::slice::from_raw_parts(at.add(HEADER), len),
-                )
-            };
-            sink.render(seq, message);
-            head += (HEADER + len).next_multiple_of(8) as u64;
-        }
-        ring.heads[reader].0.store(head, Ordering::Release);
+        head = read(head, now, &mut sink);
+        head_out.store(head, Ordering::Release);
     }
     sink.flush();
     sink.seen
 }
 
-fn read_pointers(ring: &PointerRing, mut sink: Sink) -> u64 {
-    let mut head = 0u64;
-    loop {
-        let tail = ring.tail.0.load(Ordering::Acquire);
-        if head == tail {
-            if ring.done.load(Ordering::Acquire) && ring.tail.0.load(Ordering::Acquire) == head {
-                break;
+fn read_bytes(ring: &ByteRing, reader: usize, sink: Sink) -> u64 {
+    read_loop(
+        &ring.tail.0,
+        &ring.done,
+        &ring.heads[reader].0,
+        sink,
+        |mut head, tail, sink| {
+            while head < tail {
+                let at = ring.ptr(head);
+                // SAFETY: below the tail we acquired, so written.
+                let len = unsafe { (at as *const u32).read_unaligned() };
+                if len == WRAP {
+                    head += RING_BYTES as u64 - (head & (RING_BYTES as u64 - 1));
+                    continue;
+                }
+                let len = len as usize;
+                // SAFETY: as above; a record never straddles the ring's end.
+                let (seq, message) = unsafe {
+                    (
+                        (at.add(8) as *const u64).read_unaligned(),
+                        std::slice::from_raw_parts(at.add(HEADER), len),
+                    )
+                };
+                sink.render(seq, message);
+                head += (HEADER + len).next_multiple_of(8) as u64;
             }
-            sink.flush();
-            thread::yield_now();
-            continue;
-        }
-        while head < tail {
-            // SAFETY: below the acquired tail: an `Arc::into_raw` pointer
-            // the producer gave to this reader alone.
-            let (seq, message) =
-                unsafe { *ring.slots[(head as usize) & (POINTER_SLOTS - 1)].get() };
-            // SAFETY: as above.
-            let message: Arc<str> = unsafe { Arc::from_raw(message) };
-            sink.render(seq, message.as_bytes());
-            head += 1;
-        }
-        ring.head.0.store(head, Ordering::Release);
-    }
-    sink.flush();
-    sink.seen
+            head
+        },
+    )
+}
+
+fn read_pointers(ring: &PointerRing, sink: Sink) -> u64 {
+    read_loop(
+        &ring.tail.0,
+        &ring.done,
+        &ring.head.0,
+        sink,
+        |mut head, tail, sink| {
+            while head < tail {
+                // SAFETY: below the acquired tail: an `Arc::into_raw` pointer
+                // the producer gave to this reader alone.
+                let (seq, message) =
+                    unsafe { *ring.slots[(head as usize) & (POINTER_SLOTS - 1)].get() };
+                // SAFETY: as above.
+                let message: Arc<str> = unsafe { Arc::from_raw(message) };
+                sink.render(seq, message.as_bytes());
+                head += 1;
+            }
+            head
+        },
+    )
 }
 
 /// A message formatted into a stack buffer.
@@ -364,6 +381,32 @@ fn call_shared(rings: &[Arc<PointerRing>], tails: &mut [u64], text: &mut String,
     }
 }
 
+/// Runs `call` for each record, timing each call into `lat`; returns the
+/// seconds the whole run took.
+fn timed(lat: &mut [u32], mut call: impl FnMut(u64)) -> f64 {
+    let start = Instant::now();
+    for (i, slot) in lat.iter_mut().enumerate() {
+        let t0 = Instant::now();
+        call(i as u64);
+        *slot = t0.elapsed().as_nanos() as u32;
+    }
+    start.elapsed().as_secs_f64()
+}
+
+/// Tells the readers the producer is done, and returns what each saw.
+fn finish<'a>(
+    done: impl Iterator<Item = &'a AtomicBool>,
+    readers: Vec<thread::JoinHandle<u64>>,
+) -> Vec<u64> {
+    for done in done {
+        done.store(true, Ordering::Release);
+    }
+    readers
+        .into_iter()
+        .map(|h| h.join().expect("reader"))
+        .collect()
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let [_, shape, readers, records, dir] = &args[..] else {
@@ -397,23 +440,9 @@ fn main() {
                 .iter()
                 .map(|r| ByteWriter::new(Arc::clone(r)))
                 .collect();
-            let start = Instant::now();
-            for i in 0..records {
-                let t0 = Instant::now();
-                call_bytes(&mut writers, i);
-                lat[i as usize] = t0.elapsed().as_nanos() as u32;
-            }
-            let elapsed = start.elapsed().as_secs_f64();
-            for ring in &rings {
-                ring.done.store(true, Ordering::Release);
-            }
-            (
-                elapsed,
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("reader"))
-                    .collect(),
-            )
+            let elapsed = timed(&mut lat, |i| call_bytes(&mut writers, i));
+            let done = rings.iter().map(|r| &r.done);
+            (elapsed, finish(done, handles))
         }
         "shared" => {
             let rings: Vec<Arc<PointerRing>> =
@@ -426,24 +455,10 @@ fn main() {
                 })
                 .collect();
             let mut tails = vec![0u64; readers];
-            let start = Instant::now();
             let mut text = String::with_capacity(128);
-            for i in 0..records {
-                let t0 = Instant::now();
-                call_shared(&rings, &mut tails, &mut text, i);
-                lat[i as usize] = t0.elapsed().as_nanos() as u32;
-            }
-            let elapsed = start.elapsed().as_secs_f64();
-            for ring in &rings {
-                ring.done.store(true, Ordering::Release);
-            }
-            (
-                elapsed,
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("reader"))
-                    .collect(),
-            )
+            let elapsed = timed(&mut lat, |i| call_shared(&rings, &mut tails, &mut text, i));
+            let done = rings.iter().map(|r| &r.done);
+            (elapsed, finish(done, handles))
         }
         other => {
             eprintln!("unknown shape {other}");
