@@ -7,11 +7,11 @@
 //! Each thread keeps, per broker, the snapshot it last saw and a cache of the
 //! routes it computed from it, keyed by the level and the target's address
 //! and length (then confirmed by comparing the text, since a dynamic target
-//! may reuse an address). The route of the thread's last call is kept
-//! apart, so that a run of calls with one target and level (a loop, a hot
-//! function) skips the hash too. A steady-state publish therefore costs one
-//! atomic load (the generation), a comparison of three words and the
-//! target's text (or one hash lookup), and no lock.
+//! may reuse an address). The routes of the thread's last two calls are
+//! kept apart, so that a run of calls with one or two targets and levels
+//! (a loop, a hot function) skips the hash too. A steady-state publish
+//! therefore costs one atomic load (the generation), a comparison of three
+//! words and the target's text (or one hash lookup), and no lock.
 
 use std::cell::RefCell;
 use std::collections::hash_map::Entry as MapEntry;
@@ -238,8 +238,11 @@ pub(crate) struct BrokerView {
     pub(crate) broker_id: u64,
     pub(crate) snapshot: Arc<Snapshot>,
     routes: HashMap<RouteKey, Rc<Route>, BuildHasherDefault<WordHasher>>,
-    /// The last lookup's key and route (also in `routes`).
+    /// The last lookup's key and route, and the one before it (both also
+    /// in `routes`, unless the cap cleared it since): a loop that logs
+    /// with one or two targets skips the hash.
     last: Option<(RouteKey, Rc<Route>)>,
+    before: Option<(RouteKey, Rc<Route>)>,
     /// This thread's lane into each subscription of the snapshot (same
     /// indices as `snapshot.entries`), made on the first record routed to
     /// it. Dropping one (thread exit, unsubscribe) closes the lane.
@@ -282,6 +285,7 @@ impl BrokerView {
             snapshot,
             routes: HashMap::default(),
             last: None,
+            before: None,
             lanes,
             stash: Stash::default(),
             temporary: false,
@@ -327,6 +331,7 @@ impl BrokerView {
         self.snapshot = snapshot;
         self.routes.clear();
         self.last = None;
+        self.before = None;
     }
 
     /// The snapshot and the route of `level` and `target`, from the cache
@@ -341,14 +346,18 @@ impl BrokerView {
         };
         // The address may have been reused by a different dynamic target,
         // so the text is confirmed.
-        let last = match self.last.take() {
-            Some(last) if last.0 == key && same_text(last.1.topic.target(), target) => last,
-            _ => (
-                key,
-                find(&mut self.routes, &self.snapshot, key, level, target),
-            ),
-        };
-        let (_, route) = self.last.insert(last);
+        let hit = |entry: &Option<(RouteKey, Rc<Route>)>| matches!(entry, Some((k, route)) if *k == key && same_text(route.topic.target(), target));
+        if !hit(&self.last) {
+            if hit(&self.before) {
+                std::mem::swap(&mut self.last, &mut self.before);
+            } else {
+                self.before = self.last.take();
+            }
+        }
+        let (routes, snapshot) = (&mut self.routes, &self.snapshot);
+        let (_, route) = self
+            .last
+            .get_or_insert_with(|| (key, find(routes, snapshot, key, level, target)));
         Routed {
             snapshot: &self.snapshot,
             route,
@@ -514,6 +523,28 @@ mod tests {
     }
 
     #[test]
+    fn two_targets_in_turn_keep_their_routes_and_a_rewritten_one_is_routed_anew() {
+        let mut view = view();
+        let mut first = "app::first".to_owned();
+        for _ in 0..3 {
+            assert_eq!(routed_target(&mut view, Level::Info, &first), "app::first");
+            assert_eq!(
+                routed_target(&mut view, Level::Info, "app::second"),
+                "app::second"
+            );
+        }
+        // `first`'s route is now the one before the last: its address and
+        // length match, its text no longer does.
+        first.make_ascii_uppercase();
+        assert_eq!(routed_target(&mut view, Level::Info, &first), "APP::FIRST");
+        assert_eq!(
+            routed_target(&mut view, Level::Info, "app::second"),
+            "app::second"
+        );
+        assert_eq!(routed_target(&mut view, Level::Info, &first), "APP::FIRST");
+    }
+
+    #[test]
     fn the_cap_starts_over_and_the_last_route_stays_the_hashed_one() {
         let mut view = view();
         for i in 0..3 * ROUTE_CACHE_CAP {
@@ -561,8 +592,10 @@ mod tests {
         let mut view = view();
         let target = "app::db";
         let _ = view.lookup(Level::Info, target);
+        let _ = view.lookup(Level::Info, "app::http");
+        assert!(view.last.is_some() && view.before.is_some());
         view.refresh(Arc::new(Snapshot::new(2, Vec::new(), None, None)));
-        assert!(view.last.is_none() && view.routes.is_empty());
+        assert!(view.last.is_none() && view.before.is_none() && view.routes.is_empty());
         let routed = view.lookup(Level::Info, target);
         assert!(routed.route.entries.is_empty());
         assert_eq!(routed.snapshot.generation, 2);

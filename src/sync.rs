@@ -8,10 +8,10 @@ pub(crate) use std::hint::spin_loop;
 pub(crate) use std::sync::atomic::{
     fence, AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
-pub(crate) use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 /// Only `fork.rs`'s handler registration uses it, on Unix outside Miri.
 #[cfg(all(unix, not(miri)))]
 pub(crate) use std::sync::Once;
+pub(crate) use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 pub(crate) use std::thread;
 
 /// Parks the calling thread for at most `timeout`: a wait whose end comes
