@@ -347,6 +347,7 @@ impl fmt::Write for SlotText<'_> {
 /// call costs more than the copy. `dst` and `src` have the same length.
 #[inline(always)]
 fn copy_small(dst: &mut [u8], src: &[u8]) {
+    debug_assert_eq!(dst.len(), src.len());
     let n = src.len();
     // Two loads and two stores that overlap when `n` is under twice their
     // size; every index stays below `n`.
