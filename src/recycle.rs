@@ -423,6 +423,28 @@ mod tests {
         assert_eq!(Arc::strong_count(&other), 1);
     }
 
+    /// Whichever of two holders comes second gets the record, in either
+    /// order; a lone holder gets it at once; a record the journal holds
+    /// too is left to the journal.
+    #[test]
+    fn the_second_of_two_holders_gets_the_record_back_in_either_order() {
+        for first_is_a in [true, false] {
+            let a = record();
+            set_holders(&a, 2, false);
+            let b = Arc::clone(&a);
+            let (first, second) = if first_is_a { (a, b) } else { (b, a) };
+            assert!(Recycled::release(first, 8).is_none());
+            assert!(Recycled::release(second, 8).is_some());
+        }
+        let lone = record();
+        set_holders(&lone, 1, false);
+        assert!(Recycled::release(lone, 1).is_some());
+        // The journal's flag is never taken for a count of one.
+        let journaled = record();
+        set_holders(&journaled, 1, true);
+        assert!(Recycled::release(journaled, 8).is_none());
+    }
+
     /// Under Miri this checks the aliasing of `reuse`, also across the
     /// thread hand-off the pool makes.
     #[test]

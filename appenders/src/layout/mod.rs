@@ -233,7 +233,12 @@ fn render_field(field: Field, record: &Record, out: &mut Vec<u8>, multiline: Mul
             out.extend_from_slice(itoa::Buffer::new().format(record.seq()).as_bytes());
         }
         Field::Msg => escape_into(record.message(), out, multiline),
-        Field::Kv => render_kv(record, out, multiline),
+        // Most records have none: the loop's call is not paid for them.
+        Field::Kv => {
+            if !record.key_values().is_empty() {
+                render_kv(record, out, multiline);
+            }
+        }
         Field::Thread => match record.thread().name {
             Some(name) => escape_into(name, out, MultilineMode::Escape),
             None => {
@@ -256,6 +261,7 @@ fn render_field(field: Field, record: &Record, out: &mut Vec<u8>, multiline: Mul
     }
 }
 
+#[inline(never)]
 fn render_kv(record: &Record, out: &mut Vec<u8>, multiline: MultilineMode) {
     for (key, value) in record.key_values() {
         out.push(b' ');
