@@ -439,7 +439,8 @@ mod tests {
         let lone = record();
         set_holders(&lone, 1, false);
         assert!(Recycled::release(lone, 1).is_some());
-        // The journal's flag is never taken for a count of one.
+        // A count of one with the journal's flag is not a count of one:
+        // the record is left to the journal.
         let journaled = record();
         set_holders(&journaled, 1, true);
         assert!(Recycled::release(journaled, 8).is_none());
