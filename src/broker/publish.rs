@@ -224,11 +224,6 @@ impl BrokerShared {
         make: &mut Option<M>,
         made: &mut Made,
     ) {
-        let Made {
-            record,
-            journaled,
-            context,
-        } = made;
         loop {
             let retry = 'route: {
                 let Routed {
@@ -245,11 +240,11 @@ impl BrokerShared {
                 // the record or running predicates. (A publisher that misses
                 // the flag here is caught inside the gate below.)
                 // Acquire: pairs with the SeqCst store in `shutdown`.
-                if record.is_none() && self.closed.load(Ordering::Acquire) {
+                if made.record.is_none() && self.closed.load(Ordering::Acquire) {
                     self.count_after_shutdown(snapshot, &route.entries);
                     return;
                 }
-                if M::PLAIN && record.is_none() && !temporary {
+                if M::PLAIN && made.record.is_none() && !temporary {
                     if let Some(call) = make.as_mut() {
                         match self.publish_direct(snapshot, route, lanes, stash, call) {
                             Direct::Done => return,
@@ -258,103 +253,124 @@ impl BrokerShared {
                         }
                     }
                 }
-                let built: &Arc<Record> = match record {
-                    Some(r) => r,
-                    None => {
-                        let Some(make) = make.take() else { return };
-                        let fill = |out: &mut Record| make.fill(out);
-                        let stash = if temporary { None } else { Some(&mut *stash) };
-                        let topic = route.topic.clone();
-                        let journal = snapshot.journal.as_ref().filter(|_| route.journal);
-                        let built = match journal {
-                            None => self.make_record(stash, topic, fill),
-                            Some(journal) => {
-                                *journaled = true;
-                                let floor = Self::floor(snapshot, journal);
-                                self.make_journaled(stash, topic, journal, floor, fill)
-                            }
-                        };
-                        record.insert(built)
-                    }
+                let lanes = Lanes {
+                    lanes,
+                    stash,
+                    temporary,
                 };
-                let chosen = Chosen::new(snapshot, &route.entries, built, *journaled);
-                // Only a trigger that reaches the subscription (its predicate
-                // and replay passed) draws its context, once.
-                if route.recorders && context.is_none() {
-                    *context = Some(Self::context(snapshot, chosen.ids(), built));
-                }
-                if chosen.ids().is_empty() {
-                    // Only the journal keeps it, or every predicate said no:
-                    // no gate to pass, but a replaying subscription added
-                    // meanwhile must still see a record the journal took
-                    // after its hand-over (`journal/replay.rs`): our lock
-                    // acquisition came after its snapshot, so this load
-                    // reads the new generation. Relaxed: that
-                    // happens-before, not this load, orders it.
-                    if self.generation.load(Ordering::Relaxed) == snapshot.generation {
-                        return;
-                    }
-                    true
-                } else {
-                    recycle::set_holders(built, chosen.ids().len(), *journaled);
-                    // Enter the gate of each chosen subscription: mark our lanes
-                    // busy, then one fence (see `queue/gate.rs`).
-                    let mut gate =
-                        PublishGate::enter(snapshot, lanes, chosen.ids(), temporary, false);
-                    queue::gate_fence();
-                    // Relaxed: ordered after the fence, which is the re-check
-                    // half of the gate protocol.
-                    if self.generation.load(Ordering::Relaxed) != snapshot.generation {
-                        true
-                    } else if self.closed.load(Ordering::Relaxed) {
-                        // Relaxed, after the fence: pairs with shutdown's SeqCst
-                        // store (see `closed`). Counted like the early check
-                        // does, whatever the predicates said (not where a replay
-                        // delivered it).
-                        self.count_built_after_shutdown(
-                            snapshot,
-                            &route.entries,
-                            built,
-                            *journaled,
-                        );
-                        *record = None;
-                        false
-                    } else {
-                        // The last subscription gets our reference itself: one
-                        // reference-count round trip fewer per record.
-                        let mut owned = record.take();
-                        let mut ids = chosen.ids().iter().peekable();
-                        while let Some(&i) = ids.next() {
-                            if let Some(context) = context.as_mut() {
-                                let sub = &snapshot.entries[i as usize].sub;
-                                if let Some(at) =
-                                    context.iter().position(|(s, _)| Arc::ptr_eq(s, sub))
-                                {
-                                    for record in context.swap_remove(at).1 {
-                                        gate.push(i, record.into(), |dropped| {
-                                            stash.reclaim(dropped)
-                                        });
-                                    }
-                                }
-                            }
-                            let shared = if ids.peek().is_none() {
-                                owned.take()
-                            } else {
-                                owned.clone()
-                            };
-                            if let Some(shared) = shared {
-                                gate.push(i, shared.into(), |dropped| stash.reclaim(dropped));
-                            }
-                        }
-                        false
-                    }
-                    // `gate` drops here: the lanes leave, also on unwinding.
-                }
+                self.publish_usual(snapshot, route, lanes, make, made)
             };
             if !retry {
                 return;
             }
             view.refresh(self.snapshot());
+        }
+    }
+
+    /// The usual path of [`publish_in`](Self::publish_in), on one route:
+    /// builds the record (once: `made` keeps it across a re-route), chooses
+    /// the subscriptions and enqueues it into each. Returns whether the
+    /// snapshot changed under the gate and the call must route again. Out
+    /// of line, so that the direct path's frame stays small.
+    #[inline(never)]
+    fn publish_usual<M: Make>(
+        &self,
+        snapshot: &Snapshot,
+        route: &route::Route,
+        lanes: Lanes<'_>,
+        make: &mut Option<M>,
+        made: &mut Made,
+    ) -> bool {
+        let Made {
+            record,
+            journaled,
+            context,
+        } = made;
+        let Lanes {
+            lanes,
+            stash,
+            temporary,
+        } = lanes;
+        let built: &Arc<Record> = match record {
+            Some(r) => r,
+            None => {
+                let Some(make) = make.take() else {
+                    return false;
+                };
+                let fill = |out: &mut Record| make.fill(out);
+                let stash = if temporary { None } else { Some(&mut *stash) };
+                let topic = route.topic.clone();
+                let journal = snapshot.journal.as_ref().filter(|_| route.journal);
+                let built = match journal {
+                    None => self.make_record(stash, topic, fill),
+                    Some(journal) => {
+                        *journaled = true;
+                        let floor = Self::floor(snapshot, journal);
+                        self.make_journaled(stash, topic, journal, floor, fill)
+                    }
+                };
+                record.insert(built)
+            }
+        };
+        let chosen = Chosen::new(snapshot, &route.entries, built, *journaled);
+        // Only a trigger that reaches the subscription (its predicate
+        // and replay passed) draws its context, once.
+        if route.recorders && context.is_none() {
+            *context = Some(Self::context(snapshot, chosen.ids(), built));
+        }
+        if chosen.ids().is_empty() {
+            // Only the journal keeps it, or every predicate said no:
+            // no gate to pass, but a replaying subscription added
+            // meanwhile must still see a record the journal took
+            // after its hand-over (`journal/replay.rs`): our lock
+            // acquisition came after its snapshot, so this load
+            // reads the new generation. Relaxed: that
+            // happens-before, not this load, orders it.
+            self.generation.load(Ordering::Relaxed) != snapshot.generation
+        } else {
+            recycle::set_holders(built, chosen.ids().len(), *journaled);
+            // Enter the gate of each chosen subscription: mark our lanes
+            // busy, then one fence (see `queue/gate.rs`).
+            let mut gate = PublishGate::enter(snapshot, lanes, chosen.ids(), temporary);
+            queue::gate_fence();
+            // Relaxed: ordered after the fence, which is the re-check
+            // half of the gate protocol.
+            if self.generation.load(Ordering::Relaxed) != snapshot.generation {
+                true
+            } else if self.closed.load(Ordering::Relaxed) {
+                // Relaxed, after the fence: pairs with shutdown's SeqCst
+                // store (see `closed`). Counted like the early check
+                // does, whatever the predicates said (not where a replay
+                // delivered it).
+                self.count_built_after_shutdown(snapshot, &route.entries, built, *journaled);
+                *record = None;
+                false
+            } else {
+                // The last subscription gets our reference itself: one
+                // reference-count round trip fewer per record.
+                let mut owned = record.take();
+                let mut ids = chosen.ids().iter().peekable();
+                while let Some(&i) = ids.next() {
+                    if let Some(context) = context.as_mut() {
+                        let sub = &snapshot.entries[i as usize].sub;
+                        if let Some(at) = context.iter().position(|(s, _)| Arc::ptr_eq(s, sub)) {
+                            for record in context.swap_remove(at).1 {
+                                gate.push(i, record.into(), |dropped| stash.reclaim(dropped));
+                            }
+                        }
+                    }
+                    let shared = if ids.peek().is_none() {
+                        owned.take()
+                    } else {
+                        owned.clone()
+                    };
+                    if let Some(shared) = shared {
+                        gate.push(i, shared.into(), |dropped| stash.reclaim(dropped));
+                    }
+                }
+                false
+            }
+            // `gate` drops here: the lanes leave, also on unwinding.
         }
     }
 
@@ -484,8 +500,8 @@ impl BrokerShared {
         if item.seq() < entry.start {
             return Direct::Done;
         }
-        let ids = [i];
-        let mut gate = PublishGate::enter(snapshot, lanes, &ids, false, true);
+        let sub = &*entry.sub;
+        let gate = LaneGate::enter(sub, &mut lanes[i as usize]);
         queue::gate_fence();
         // Relaxed, after the fence: as in `publish_in`.
         if self.generation.load(Ordering::Relaxed) != snapshot.generation {
@@ -496,7 +512,7 @@ impl BrokerShared {
             self.count_after_shutdown(snapshot, &route.entries);
             return Direct::Done;
         }
-        gate.push(i, item, |dropped| stash.reclaim(dropped));
+        sub.push_lane(gate.lane, item, |dropped| stash.reclaim(dropped));
         Direct::Done
         // `gate` drops here: the lane leaves, the worker is woken.
     }
@@ -529,8 +545,8 @@ struct PublishGate<'v, 'i> {
 
 impl<'v, 'i> PublishGate<'v, 'i> {
     /// Marks this thread's lane into each subscription `ids` names busy,
-    /// making the lanes it lacks (wide if `parts` will be pushed: `slot.rs`)
-    /// or, `shared`, enters their shared gates. The caller then issues the
+    /// making the lanes it lacks (narrow: shared records, `slot.rs`) or,
+    /// `shared`, enters their shared gates. The caller then issues the
     /// fence.
     #[inline]
     fn enter(
@@ -538,14 +554,13 @@ impl<'v, 'i> PublishGate<'v, 'i> {
         lanes: &'v mut [Option<LaneProducer>],
         ids: &'i [u32],
         shared: bool,
-        parts: bool,
     ) -> PublishGate<'v, 'i> {
         let entry = |i: u32| &*snapshot.entries[i as usize].sub;
         let shared = shared.then(|| ids.iter().map(|&i| entry(i).queue.enter_shared()).collect());
         if shared.is_none() {
             for &i in ids {
                 lanes[i as usize]
-                    .get_or_insert_with(|| entry(i).queue.new_lane(parts))
+                    .get_or_insert_with(|| entry(i).queue.new_lane(false))
                     .busy()
                     .enter();
             }
@@ -580,11 +595,8 @@ impl Drop for PublishGate<'_, '_> {
         if self.shared.take().is_none() {
             for &i in self.ids {
                 if let Some(lane) = &mut self.lanes[i as usize] {
-                    lane.leave();
-                    let snapshot = self.snapshot;
-                    let taken = || Counters::get(&snapshot.entries[i as usize].sub.counters.taken);
                     // `|=`, not `||`: every lane's cede state is updated.
-                    cede |= lane.should_cede(taken);
+                    cede |= leave(lane, &self.snapshot.entries[i as usize].sub);
                 }
             }
         }
@@ -601,6 +613,55 @@ impl Drop for PublishGate<'_, '_> {
             queue::cede();
         }
     }
+}
+
+/// The direct path's gate: [`PublishGate`] for one subscription, whose
+/// lane the call always uses (a direct call never goes through a temporary
+/// view). The lane is marked busy by `enter` (made, wide, if this thread
+/// has none yet); dropping the gate leaves it (also on unwinding) and wakes
+/// the worker if it said it sleeps, as `PublishGate` does.
+struct LaneGate<'v> {
+    lane: &'v mut LaneProducer,
+    sub: &'v SubShared,
+}
+
+impl<'v> LaneGate<'v> {
+    /// Marks this thread's lane into `sub` busy; the caller then issues the
+    /// fence.
+    #[inline]
+    fn enter(sub: &'v SubShared, lane: &'v mut Option<LaneProducer>) -> LaneGate<'v> {
+        let lane = lane.get_or_insert_with(|| sub.queue.new_lane(true));
+        lane.busy().enter();
+        LaneGate { lane, sub }
+    }
+}
+
+impl Drop for LaneGate<'_> {
+    /// As [`PublishGate`]'s drop, for its one lane.
+    #[inline]
+    fn drop(&mut self) {
+        let cede = leave(self.lane, self.sub);
+        self.sub.queue.waker.wake_if_sleeping();
+        if cede {
+            queue::cede();
+        }
+    }
+}
+
+/// Leaves `lane`'s gate (into `sub`) and says whether the publisher should
+/// cede its core once it left every gate (`LaneProducer::should_cede`).
+#[inline]
+fn leave(lane: &mut LaneProducer, sub: &SubShared) -> bool {
+    lane.leave();
+    lane.should_cede(|| Counters::get(&sub.counters.taken))
+}
+
+/// A view's lanes and record stash, as a lookup gives them, for the usual
+/// path.
+struct Lanes<'v> {
+    lanes: &'v mut [Option<LaneProducer>],
+    stash: &'v mut Stash,
+    temporary: bool,
 }
 
 /// What one publish made, kept across a re-route: the record, whether the

@@ -341,6 +341,7 @@ pub(crate) struct LaneProducer {
 
 impl LaneProducer {
     /// Appends `item`, or hands it back if the lane is full.
+    #[inline]
     pub(crate) fn try_push<'p>(&mut self, item: impl Into<Item<'p>>) -> Result<(), Item<'p>> {
         let item = item.into();
         let lane = &*self.lane;

@@ -390,10 +390,43 @@ impl Queue {
     /// queue or counted in `counters.dropped`; the records dropped (the new
     /// one, or the evicted oldest) go to `spill`, for the publisher to
     /// reuse.
+    #[inline]
     pub(crate) fn push_lane<'p>(
         &self,
         lane: &mut LaneProducer,
         item: impl Into<Item<'p>>,
+        counters: &Counters,
+        spill: impl FnMut(Arc<Record>),
+    ) {
+        let mut item = item.into();
+        // The usual case first, without the policy's steps: no byte bound,
+        // places reserved, a ring that holds the item, no flood going on
+        // (no lanes kept for evicting, so there is nothing to let go of).
+        // What is refused (the ring is full) takes the whole way below,
+        // which grows the ring or applies the policy; what it skips is what
+        // `LaneEnd::try_push` and `push_into` do only without a place or
+        // with a byte bound.
+        if self.bytes.is_none()
+            && lane.places() > 0
+            && lane.peers.is_empty()
+            && (lane.is_wide() || !matches!(item, Item::Parts(_)))
+        {
+            match lane.try_push(item) {
+                Ok(()) => return,
+                Err(back) => item = back,
+            }
+        }
+        self.push_lane_fully(lane, item, counters, spill);
+    }
+
+    /// [`push_lane`](Queue::push_lane) through the overflow policy and the
+    /// ring's growth and shrinking: out of line, for the pushes the usual
+    /// case does not take.
+    #[inline(never)]
+    fn push_lane_fully(
+        &self,
+        lane: &mut LaneProducer,
+        item: Item<'_>,
         counters: &Counters,
         mut spill: impl FnMut(Arc<Record>),
     ) {
@@ -402,7 +435,7 @@ impl Queue {
             queue: self,
             evicted: false,
         };
-        self.push_into(&mut end, item.into(), counters, &mut spill);
+        self.push_into(&mut end, item, counters, &mut spill);
         if !end.evicted && !end.producer.peers.is_empty() {
             // The flood is over for this thread: let go of the lanes.
             end.producer.peers.clear();
