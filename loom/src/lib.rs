@@ -13,9 +13,11 @@
 //!
 //! The models are in `models.rs` (and `handover.rs`, the replay's
 //! hand-over, and `slots.rs`, a lane's slots, which model code this crate
-//! cannot build; `broadcast.rs` models the multi-cursor ring issue 16's
-//! item 2 calls for, ahead of its code); `cargo test -p logbus-loom` runs them
-//! (under a minute on two cores). Each protocol also has a model of a
+//! cannot build). Three model the multi-cursor ring issue 16's item 2 calls
+//! for, ahead of its code: `broadcast.rs` its cursors, `stamp.rs` a
+//! record's one time (the first reader's exchange of the stamp) and
+//! `order.rs` one thread's order across the lanes a subscription reads.
+//! `cargo test -p logbus-loom` runs them (under a minute on two cores). Each protocol also has a model of a
 //! broken variant that loom must reject, so that the models are known to
 //! be able to fail.
 
@@ -73,4 +75,8 @@ mod handover;
 #[cfg(test)]
 mod models;
 #[cfg(test)]
+mod order;
+#[cfg(test)]
 mod slots;
+#[cfg(test)]
+mod stamp;
