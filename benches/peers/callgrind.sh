@@ -72,7 +72,7 @@ caller_phases = [
     ("route cache (view, lookup, hash)", r"route::|hashbrown"),
     ("record fill (recycled record, location, thread, key-values)", r"producer::|log_backend::fill|deferred::"),
     ("clock (SystemTime::now)", r"SystemTime|Timespec|clock_gettime"),
-    ("gate (enter, fence, leave) and waker", r"PublishGate|gate::|waker|Waker"),
+    ("gate (enter, fence, leave) and waker", r"PublishGate|LaneGate|publish::leave|gate::|waker|Waker"),
     ("queue push (lane, budget, overflow)", r"queue::|lane::|budget|LaneEnd"),
     ("choosing subscriptions", r"Chosen"),
 ]
@@ -89,7 +89,7 @@ worker_phases = [
     ("allocator", r"malloc|free|realloc"),
 ]
 phases = caller_phases if side == "caller" else worker_phases
-glue = "publish glue inlined in publish_in/log" if side == "caller" else "the worker loop and the rest"
+glue = "publish glue inlined in publish_in/publish_usual/log" if side == "caller" else "the worker loop and the rest"
 total, sums = 0, {}
 for line in open(path):
     m = re.match(r"\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)", line)

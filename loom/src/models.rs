@@ -47,7 +47,7 @@ struct Sub {
 
 /// A publisher as `src/broker/publish.rs` runs it: mark the lane busy,
 /// the gate's fence, push, leave, then wake a worker that said it sleeps
-/// (`PublishGate`'s drop).
+/// (`PublishGate`'s and `LaneGate`'s drop).
 fn publish(sub: &Sub) {
     sub.lane.busy.enter();
     gate::fence();

@@ -15,9 +15,10 @@
 //!    subscription skips what its replay delivered, and a flight
 //!    recorder's trigger collects its context from the journal
 //!    (`journal/recorder.rs`);
-//! 5. the [`PublishGate`] marks the chosen subscriptions' lanes busy, one
-//!    fence, the generation re-checked (a change routes again; after
-//!    shutdown the record is counted instead);
+//! 5. the [`PublishGate`] marks the chosen subscriptions' lanes busy (the
+//!    direct path's [`LaneGate`], its one lane), one fence, the generation
+//!    re-checked (a change routes again; after shutdown the record is
+//!    counted instead);
 //! 6. the record is pushed into each lane under its overflow policy
 //!    (`queue/mod.rs`), the last subscription getting the caller's own
 //!    reference; the gate is left, and a worker that said it sleeps is
@@ -238,7 +239,8 @@ impl BrokerShared {
                 }
                 // After shutdown: count and return at once, without building
                 // the record or running predicates. (A publisher that misses
-                // the flag here is caught inside the gate below.)
+                // the flag here is caught inside the gate, in `publish_direct`
+                // or `publish_usual`.)
                 // Acquire: pairs with the SeqCst store in `shutdown`.
                 if made.record.is_none() && self.closed.load(Ordering::Acquire) {
                     self.count_after_shutdown(snapshot, &route.entries);
@@ -270,8 +272,9 @@ impl BrokerShared {
     /// The usual path of [`publish_in`](Self::publish_in), on one route:
     /// builds the record (once: `made` keeps it across a re-route), chooses
     /// the subscriptions and enqueues it into each. Returns whether the
-    /// snapshot changed under the gate and the call must route again. Out
-    /// of line, so that the direct path's frame stays small.
+    /// snapshot changed (under the gate, or at the re-check of a record no
+    /// subscription takes) and the call must route again. Out of line, so
+    /// that the direct path's frame stays small.
     #[inline(never)]
     fn publish_usual<M: Make>(
         &self,
@@ -503,7 +506,7 @@ impl BrokerShared {
         let sub = &*entry.sub;
         let gate = LaneGate::enter(sub, &mut lanes[i as usize]);
         queue::gate_fence();
-        // Relaxed, after the fence: as in `publish_in`.
+        // Relaxed, after the fence: as in `publish_usual`.
         if self.generation.load(Ordering::Relaxed) != snapshot.generation {
             // Route again, with the text made; the seq taken is left unused.
             return Direct::Reroute;
