@@ -100,8 +100,8 @@ impl<'a> Item<'a> {
         holds(parts).then_some(Item::Parts(Checked(parts)))
     }
 
-    /// As [`parts`](Item::parts), the parts' `seq` set from `seq`, which
-    /// is called only if a slot holds them.
+    /// The parts as an item if a slot holds them, their `seq` set from
+    /// `seq`, which is called only then.
     #[inline]
     pub(crate) fn parts_with_seq(
         parts: &'a mut Parts<'a>,

@@ -1,6 +1,7 @@
-//! Settlement: what becomes of each record the worker took. It is written,
-//! or it failed and is retried under the [`RetryPolicy`], and after the
-//! last attempt (or straight away while the circuit breaker is open) it is
+//! Settlement: what becomes of each record the worker took. It is
+//! written, or it failed and is retried under the
+//! [`RetryPolicy`](crate::RetryPolicy), and after the last attempt (or
+//! straight away while the circuit breaker is open) it is
 //! dead-lettered, or lost when there is no dead-letter route. Each record
 //! ends in exactly one of `written`, `dead_lettered`, `lost`.
 
