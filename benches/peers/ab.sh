@@ -32,7 +32,7 @@ git -C "$here" worktree add --detach "$tree" "$base" >/dev/null
 build() { # build DIR OUT: the harness of the checkout at DIR, copied to OUT
   # No stale binary can stand in for a build that failed.
   rm -f "$CARGO_TARGET_DIR/release/logbus-peers"
-  (cd "$1/benches/peers" && cargo build --release --quiet) || return 1
+  (cd "$1/benches/peers" && cargo build --release --quiet --bin logbus-peers) || return 1
   cp "$CARGO_TARGET_DIR/release/logbus-peers" "$2"
 }
 # Both sides run this checkout's harness, so that only logbus differs (the
