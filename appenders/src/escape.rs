@@ -107,6 +107,13 @@ fn has_unusual(bytes: &[u8]) -> bool {
     acc & TOPS != 0
 }
 
+/// Whether `bytes` is printable ASCII, which is written as it is in every
+/// [`MultilineMode`] (`has_unusual`'s test).
+#[inline]
+pub(crate) fn is_printable(bytes: &[u8]) -> bool {
+    !has_unusual(bytes)
+}
+
 /// Appends `text` to `out`, escaping control characters as the module docs
 /// describe.
 ///
@@ -114,7 +121,7 @@ fn has_unusual(bytes: &[u8]) -> bool {
 pub(crate) fn escape_into(text: &str, out: &mut Vec<u8>, mode: MultilineMode) {
     let bytes = text.as_bytes();
     // Fast path: printable ASCII needs no escaping; most messages take it.
-    if !has_unusual(bytes) {
+    if is_printable(bytes) {
         out.extend_from_slice(bytes);
         return;
     }

@@ -55,6 +55,9 @@ struct TopicInner {
     level: Level,
     target: Box<str>,
     topic: Box<str>,
+    /// Whether the target (and so the topic) is printable ASCII, which no
+    /// layout escapes: looked at once here, not per record.
+    printable: bool,
 }
 
 impl TopicInner {
@@ -67,6 +70,7 @@ impl TopicInner {
         }
         TopicInner {
             level,
+            printable: crate::escape::is_printable(target.as_bytes()),
             target: target.into(),
             topic: topic.into_boxed_str(),
         }
@@ -130,6 +134,13 @@ impl Topic {
     #[inline]
     pub fn level(&self) -> Level {
         self.inner().level
+    }
+
+    /// Whether the target and the topic are printable ASCII: a layout
+    /// copies them as they are (`escape.rs`).
+    #[inline]
+    pub(crate) fn is_printable(&self) -> bool {
+        self.inner().printable
     }
 }
 

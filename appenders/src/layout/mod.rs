@@ -227,7 +227,15 @@ fn render_field(field: Field, record: &Record, out: &mut Vec<u8>, multiline: Mul
             Level::Debug => out.extend_from_slice(b"DEBUG"),
             Level::Trace => out.extend_from_slice(b"TRACE"),
         },
+        // A topic knows whether its target needs escaping (it was looked at
+        // when the topic was made).
+        Field::Target if record.topic().is_printable() => {
+            out.extend_from_slice(record.target().as_bytes());
+        }
         Field::Target => escape_into(record.target(), out, MultilineMode::Escape),
+        Field::Topic if record.topic().is_printable() => {
+            out.extend_from_slice(record.topic().as_str().as_bytes());
+        }
         Field::Topic => escape_into(record.topic().as_str(), out, MultilineMode::Escape),
         Field::Seq => {
             out.extend_from_slice(itoa::Buffer::new().format(record.seq()).as_bytes());
@@ -547,6 +555,27 @@ mod tests {
         let mut out = Vec::new();
         layout.render(&record, &mut out);
         assert_eq!(out, b"a\n    FAKE  INFO line\\x1b[2J k\\n=v\\r\n    ");
+    }
+
+    /// A topic looks at its target once, when it is made: a hostile one is
+    /// still escaped in `{target}` and `{topic}`, shared or leaked, and a
+    /// printable one (or one with non-ASCII text) is written as it is.
+    #[test]
+    fn a_topic_s_target_is_escaped_only_when_it_needs_it() {
+        for (target, shown) in [
+            ("app::http", "app::http info.app.http"),
+            ("t\n\x1b", "t\\n\\x1b info.t\\n\\x1b"),
+            ("héé", "héé info.héé"),
+            ("a\u{2028}b", "a\\u{2028}b info.a\\u{2028}b"),
+        ] {
+            for topic in [
+                Topic::new(Level::Info, target),
+                Topic::leak(Level::Info, target),
+            ] {
+                let record = Record::builder(topic).message("m").build();
+                check_record("{target} {topic}", &record, shown);
+            }
+        }
     }
 
     /// Every field at every width and alignment, coloured or not, after
