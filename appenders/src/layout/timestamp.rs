@@ -67,13 +67,21 @@ const UNIT: [u32; 10] = [
 ];
 
 /// The fraction of the second `nanos` in units of its last of `digits`
-/// digits. The common widths divide by a constant (a multiply), not by a
-/// table's entry (a hardware division of some 25 cycles).
+/// digits. The common widths multiply by a constant, not divide by a
+/// table's entry (a hardware division of some 25 cycles). The multiplies
+/// are written out: as `nanos / 1_000` and `nanos / 1_000_000`, LLVM
+/// merged the two arms into one hardware division by the constant the arm
+/// picked.
 #[inline]
 fn in_units(nanos: u32, digits: usize) -> u32 {
+    let n = u64::from(nanos);
+    // ⌊n / 10^6⌋ = ⌊n · 1,125,899,907 / 2^50⌋ and ⌊n / 10^3⌋ =
+    // ⌊n · 274,877,907 / 2^38⌋ for every `n` below 2^32 (each constant is
+    // 2^s / d rounded up, and its error times 2^32 stays below 2^s); the
+    // products stay below 2^63, and the quotients fit a `u32`.
     match digits {
-        3 => nanos / 1_000_000,
-        6 => nanos / 1_000,
+        3 => ((n * 1_125_899_907) >> 50) as u32,
+        6 => ((n * 274_877_907) >> 38) as u32,
         9 => nanos,
         _ => nanos / UNIT[digits.min(9)],
     }
@@ -278,20 +286,10 @@ impl Timestamp {
     /// Renders the time `second` (since the epoch) and `nanos` into it:
     /// seconds and nanoseconds straight from the epoch offset, as building a
     /// chrono date (calendar arithmetic) is only needed once per second.
+    #[inline]
     fn try_render(&mut self, second: i64, nanos: u32, out: &mut Vec<u8>) -> std::fmt::Result {
-        let time = || DateTime::<Utc>::from_timestamp(second, nanos).unwrap_or_default();
         if self.cache.second != Some(second) {
-            self.cache.second = None;
-            let zoned = self.with_zone(time());
-            for part in &self.parts {
-                if let Part::PerSecond(index, items) = part {
-                    let text = &mut self.cache.texts[*index];
-                    text.clear();
-                    write!(text, "{}", zoned.format_with_items(items.iter()))?;
-                }
-            }
-            self.cache.template = self.template();
-            self.cache.second = Some(second);
+            self.refresh(second, nanos)?;
         }
         if let Some(template) = &self.cache.template {
             let start = out.len();
@@ -302,6 +300,34 @@ impl Timestamp {
             }
             return Ok(());
         }
+        self.render_parts(second, nanos, out)
+    }
+
+    /// The texts of `second` (through chrono), once a second: out of line,
+    /// so that the per-record path above keeps a small frame.
+    #[cold]
+    #[inline(never)]
+    fn refresh(&mut self, second: i64, nanos: u32) -> std::fmt::Result {
+        self.cache.second = None;
+        let time = DateTime::<Utc>::from_timestamp(second, nanos).unwrap_or_default();
+        let zoned = self.with_zone(time);
+        for part in &self.parts {
+            if let Part::PerSecond(index, items) = part {
+                let text = &mut self.cache.texts[*index];
+                text.clear();
+                write!(text, "{}", zoned.format_with_items(items.iter()))?;
+            }
+        }
+        self.cache.template = self.template();
+        self.cache.second = Some(second);
+        Ok(())
+    }
+
+    /// A format with a sub-second part chrono renders (no template): each
+    /// part in turn.
+    #[inline(never)]
+    fn render_parts(&self, second: i64, nanos: u32, out: &mut Vec<u8>) -> std::fmt::Result {
+        let time = || DateTime::<Utc>::from_timestamp(second, nanos).unwrap_or_default();
         for part in &self.parts {
             match part {
                 Part::PerSecond(index, _) => {
@@ -364,6 +390,26 @@ mod tests {
         // Rendered through chrono directly, for comparison.
         let direct = DateTime::<Utc>::from(time).format(format).to_string();
         assert_eq!(direct, expected, "chrono disagrees on {format:?}");
+    }
+
+    /// The written-out multiplies agree with the divisions they stand for,
+    /// at every multiple of the divisor below 2^32 and either side of it,
+    /// and at the ends.
+    #[test]
+    fn the_fraction_s_multiplies_divide_exactly() {
+        for (digits, divisor) in [(3, 1_000_000u32), (6, 1_000)] {
+            let edges = (0..=u32::MAX / divisor).flat_map(|k| {
+                let at = k * divisor;
+                [at.saturating_sub(1), at, at.saturating_add(1)]
+            });
+            for nanos in edges.chain([u32::MAX, u32::MAX - 1, 999_999_999]) {
+                assert_eq!(
+                    in_units(nanos, digits),
+                    nanos / divisor,
+                    "{nanos} / {divisor}"
+                );
+            }
+        }
     }
 
     #[test]
