@@ -558,14 +558,13 @@ impl Reading {
             // back exactly once.
             return unsafe { Arc::from_raw(self.ptr.cast_const().cast()) };
         }
-        let mut bytes = [0u8; INLINE_TEXT];
+        // Every word, as little-endian bytes: a fixed copy of the reading
+        // (no zeroed buffer first, which was a `memset` call a record).
+        let words = self.text.map(u64::to_le_bytes);
         let len = self.message_len().min(INLINE_TEXT);
-        for (chunk, word) in bytes.chunks_exact_mut(8).zip(&self.text[..len.div_ceil(8)]) {
-            chunk.copy_from_slice(&word.to_le_bytes());
-        }
         // SAFETY: the first `len` bytes are a copy of a `&str`'s bytes, as
         // `Slot::put` wrote them (the contract), so they are UTF-8.
-        let message = unsafe { std::str::from_utf8_unchecked(&bytes[..len]) };
+        let message = unsafe { std::str::from_utf8_unchecked(&words.as_flattened()[..len]) };
         // Each pointer and length is a `&'static str`'s, or null,
         // as `Slot::put` wrote them (the contract).
         let text = |ptr: *mut u8, len: u64| {
