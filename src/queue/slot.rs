@@ -688,11 +688,16 @@ mod tests {
     #[test]
     fn a_record_comes_out_of_its_parts_as_it_went_in() {
         let spares = &mut Spares::default();
+        // Every length a word boundary can cut: none, part of one word,
+        // one, one and a bit, all but one byte of the last word, all of it.
         for text in [
             "",
             "a",
+            "seven..",
             "exactly8",
-            "a message of fifty-six bytes, the most a slot holds..",
+            "nine byte",
+            "a message of fifty-five bytes, one short of the slot...",
+            "a message of fifty-six bytes, the most a slot holds.....",
         ] {
             assert!(text.len() <= INLINE_TEXT);
             let parts = test_parts(41, text, thread());
