@@ -11,12 +11,10 @@
 # Needs cargo and python3 (valgrind optional).
 set -euo pipefail
 
-here="$(cd "$(dirname "$0")" && pwd)"
+source "$(dirname "$0")/experiment.sh"
 rounds="${1:-7}"
 records="${2:-1000000}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$here/target}"
-(cd "$here" && cargo build --release --quiet --bin fanout_limit)
-bin="$CARGO_TARGET_DIR/release/fanout_limit"
+bin="$(build_bin fanout_limit)"
 raw="$here/fanout-raw.txt"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

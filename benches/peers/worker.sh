@@ -9,12 +9,10 @@
 #   benches/peers/worker.sh [ROUNDS] [RECORDS]   (defaults: 7, 1000000)
 set -euo pipefail
 
-here="$(cd "$(dirname "$0")" && pwd)"
+source "$(dirname "$0")/experiment.sh"
 rounds="${1:-7}"
 records="${2:-1000000}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$here/target}"
-(cd "$here" && cargo build --release --quiet --bin worker_limit)
-bin="$CARGO_TARGET_DIR/release/worker_limit"
+bin="$(build_bin worker_limit)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
