@@ -46,9 +46,14 @@ impl Budget {
     }
 
     /// Reserves up to a chunk of units; returns how many (0 if none left).
+    /// The chunk (a hardware division) is worked out only when there is
+    /// room: a drop-oldest publisher under a flood finds none on nearly
+    /// every call, and evicts instead.
     pub(crate) fn reserve_chunk(&self) -> usize {
-        let chunk = self.chunk();
-        self.take_with(|used| (self.capacity.saturating_sub(used)).min(chunk))
+        self.take_with(|used| match self.capacity.saturating_sub(used) {
+            0 => 0,
+            room => room.min(self.chunk()),
+        })
     }
 
     /// Takes exactly `n` units if they fit, or if nothing is in use (a lone
