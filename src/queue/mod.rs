@@ -979,6 +979,43 @@ mod tests {
         assert_eq!(Counters::get(&counters.dropped), 0);
     }
 
+    /// A ring that fills while its producer still holds places: the lane's
+    /// first try (`push_lane`) is refused, and the whole way grows the ring,
+    /// under every policy, dropping nothing (the review of the lane's first
+    /// try found no test reaching this: in the test above the ring fills
+    /// exactly when the places run out).
+    #[test]
+    fn a_ring_that_fills_with_places_left_grows_under_every_policy() {
+        let capacity: u64 = if cfg!(miri) { 200 } else { 2_000 };
+        for policy in [
+            OverflowPolicy::DropOldest,
+            OverflowPolicy::DropNewest,
+            OverflowPolicy::Block,
+            OverflowPolicy::BlockTimeout(Duration::from_secs(3600)),
+        ] {
+            let (queue, mut drain) = Queue::new(capacity as usize, None, policy);
+            let counters = Counters::default();
+            let mut lane = queue.new_lane(false);
+            let mut left_when_full = None;
+            for seq in 0..capacity {
+                if lane.ring_is_full() && left_when_full.is_none() {
+                    left_when_full = Some(lane.places());
+                }
+                queue.push_lane(&mut lane, record(seq), &counters, drop);
+            }
+            assert!(
+                left_when_full.is_some_and(|places| places > 0),
+                "{policy:?}"
+            );
+            assert_eq!(lane.capacity(), capacity as usize, "{policy:?}");
+            let mut batch = Vec::new();
+            drain.take_batch(&queue, &mut batch, usize::MAX);
+            let seqs: Vec<u64> = batch.iter().map(|r| r.seq()).collect();
+            assert_eq!(seqs, (0..capacity).collect::<Vec<_>>(), "{policy:?}");
+            assert_eq!(Counters::get(&counters.dropped), 0, "{policy:?}");
+        }
+    }
+
     /// A shared push (a dead letter) larger than one queued record evicts as
     /// many as it needs (found in review: it stopped after one).
     #[test]
