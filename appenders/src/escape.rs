@@ -78,7 +78,7 @@ fn is_suspect(b: u8) -> bool {
 /// last eight bytes again (overlapping) when there are eight, or the tail
 /// padded with spaces.
 #[inline]
-fn has_unusual(bytes: &[u8]) -> bool {
+pub(crate) fn has_unusual(bytes: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const TOPS: u64 = 0x8080_8080_8080_8080;
     let test = |x: u64| (x.wrapping_sub(0x20 * ONES) & !x) | x | x.wrapping_add(ONES);
@@ -107,13 +107,6 @@ fn has_unusual(bytes: &[u8]) -> bool {
     acc & TOPS != 0
 }
 
-/// Whether `bytes` is printable ASCII, which is written as it is in every
-/// [`MultilineMode`] (`has_unusual`'s test).
-#[inline]
-pub(crate) fn is_printable(bytes: &[u8]) -> bool {
-    !has_unusual(bytes)
-}
-
 /// Appends `text` to `out`, escaping control characters as the module docs
 /// describe.
 ///
@@ -121,7 +114,7 @@ pub(crate) fn is_printable(bytes: &[u8]) -> bool {
 pub(crate) fn escape_into(text: &str, out: &mut Vec<u8>, mode: MultilineMode) {
     let bytes = text.as_bytes();
     // Fast path: printable ASCII needs no escaping; most messages take it.
-    if is_printable(bytes) {
+    if !has_unusual(bytes) {
         out.extend_from_slice(bytes);
         return;
     }

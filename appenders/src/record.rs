@@ -70,7 +70,8 @@ impl TopicInner {
         }
         TopicInner {
             level,
-            printable: crate::escape::is_printable(target.as_bytes()),
+            // Printable ASCII is written as it is in every multiline mode.
+            printable: !crate::escape::has_unusual(target.as_bytes()),
             target: target.into(),
             topic: topic.into_boxed_str(),
         }
