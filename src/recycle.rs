@@ -134,6 +134,12 @@ impl Recycled {
         produce::held_bytes_unique(self.record_mut())
     }
 
+    /// Whether the record holds at most `limit` bytes (`held_bytes`), told
+    /// without the count for a record that owns only its message buffers.
+    fn holds_at_most(&mut self, limit: usize) -> bool {
+        produce::held_bytes_unique_within(self.record_mut(), limit)
+    }
+
     /// The record, exclusively.
     fn record_mut(&mut self) -> &mut Record {
         // SAFETY: `self.0` is the only reference to the record (the type's
@@ -322,12 +328,11 @@ impl HandBack {
         let Some(mut record) = Recycled::release(record, WORKER_ATTEMPTS) else {
             return;
         };
-        let held = record.held_bytes();
-        if spares.records.len() < spares.wanted && held <= SPARE_BYTES {
+        if spares.records.len() < spares.wanted && record.holds_at_most(SPARE_BYTES) {
             spares.records.push(record);
             return;
         }
-        self.batch_bytes += held;
+        self.batch_bytes += record.held_bytes();
         self.batch.push(record);
         if self.batch.len() >= BATCH {
             self.send();

@@ -217,6 +217,12 @@ impl Deferred {
         inner.held_bytes(buffer, alloc)
     }
 
+    /// Whether it holds nothing at all: the record never carried a
+    /// deferred message (then [`held_bytes`](Deferred::held_bytes) is 0).
+    pub(crate) fn owns_nothing(&self) -> bool {
+        self.0.is_none()
+    }
+
     /// [`held_bytes`](Deferred::held_bytes) of a record no one else holds:
     /// the buffer read without its lock.
     pub(crate) fn held_bytes_mut(&mut self, alloc: impl Fn(usize) -> usize) -> usize {

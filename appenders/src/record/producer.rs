@@ -117,8 +117,43 @@ pub fn held_bytes_unique(record: &mut Record) -> usize {
     held(record, deferred)
 }
 
+/// Whether [`held_bytes_unique`] of `record` is at most `limit` (a worker
+/// deciding whether to keep the record as a spare), without the count when
+/// the record owns only its message buffers: no key-value slots, no
+/// deferred message, a borrowed location, what a record rebuilt from a
+/// lane slot is. Each of its two buffers then holds its capacity plus at
+/// most 31 bytes (the allocator's header and rounding), which bounds the
+/// count from above; a bound over `limit`, or any other record, is counted
+/// exactly.
+#[must_use]
+#[inline]
+pub fn held_bytes_unique_within(record: &mut Record, limit: usize) -> bool {
+    let plain = record.kv.capacity() == 0
+        && record.deferred.owns_nothing()
+        && !matches!(record.module_path, Some(Cow::Owned(_)))
+        && !matches!(record.file, Some(Cow::Owned(_)));
+    if plain {
+        let message = match &record.message {
+            Cow::Owned(text) => text.capacity() + ALLOC_SLACK,
+            Cow::Borrowed(_) => 0,
+        };
+        let bound = RECORD_HELD + message + record.spare.capacity() + ALLOC_SLACK;
+        if bound <= limit {
+            return true;
+        }
+    }
+    held_bytes_unique(record) <= limit
+}
+
+/// What the record itself holds: its shared allocation (the `Arc`'s two
+/// counts and the record), as [`alloc`] counts it.
+const RECORD_HELD: usize = alloc(2 * std::mem::size_of::<usize>() + std::mem::size_of::<Record>());
+
+/// The most [`alloc`] adds to a buffer's capacity: its header and rounding.
+const ALLOC_SLACK: usize = 16 + 15;
+
 /// `bytes` as the allocator holds them: a 16-byte header, rounded up to 16.
-fn alloc(bytes: usize) -> usize {
+const fn alloc(bytes: usize) -> usize {
     if bytes == 0 {
         0
     } else {
@@ -136,7 +171,7 @@ fn held(record: &Record, deferred: usize) -> usize {
         }
     }
     // The `Arc`'s two counts and the record.
-    let mut bytes = alloc(2 * std::mem::size_of::<usize>() + std::mem::size_of::<Record>());
+    let mut bytes = RECORD_HELD;
     bytes += cow(&record.message) + alloc(record.spare.capacity()) + deferred;
     bytes += record.module_path.as_ref().map_or(0, cow) + record.file.as_ref().map_or(0, cow);
     bytes += alloc(record.kv.capacity() * std::mem::size_of::<(Cow<'static, str>, Value)>());
@@ -364,6 +399,64 @@ mod tests {
         fit_for_retention(&mut record);
         assert_eq!((record.message(), is_deferred(&record)), ("'x'", false));
         assert_eq!(held_bytes(&record), held, "no new allocation");
+    }
+
+    #[test]
+    fn the_spare_check_agrees_with_the_count_at_every_limit() {
+        let topic = || Topic::new(Level::Info, "app");
+        let message = |record: &mut Record, text: &str| message_buffer(record).push_str(text);
+        let mut shapes: Vec<(&str, Record)> = Vec::new();
+        shapes.push((
+            "literal",
+            Record::builder(topic()).message("literal").build(),
+        ));
+        for len in [0, 1, 15, 16, 17, 33, 200, 1000] {
+            let mut record = Record::builder(topic()).build();
+            message(&mut record, &"x".repeat(len));
+            shapes.push(("owned message", record));
+        }
+        let mut spare = Record::builder(topic()).build();
+        message(&mut spare, &"y".repeat(300));
+        set_message_literal(&mut spare, "now a literal, the buffer kept as the spare");
+        shapes.push(("a spare buffer", spare));
+        // Both buffers where the allocator's rounding adds the most (a
+        // capacity one past a multiple of 16), so that the bound is tight.
+        for capacity in [1, 17, 33] {
+            let mut record = Record::builder(topic()).build();
+            record.message = Cow::Owned(String::with_capacity(capacity));
+            record.spare = String::with_capacity(capacity);
+            shapes.push(("both buffers, rounded up the most", record));
+        }
+        let mut kv = Record::builder(topic()).kv("k", "v".to_owned()).build();
+        message(&mut kv, "with a key-value");
+        kv.kv.clear();
+        shapes.push(("key-value slots, emptied", kv));
+        let mut located = Record::builder(topic()).build();
+        set_location(
+            &mut located,
+            None,
+            Some(Cow::Owned("src/a.rs".into())),
+            Some(1),
+        );
+        shapes.push(("an owned file", located));
+        let mut module = Record::builder(topic()).build();
+        set_location(&mut module, Some(Cow::Owned("app::a".into())), None, None);
+        shapes.push(("an owned module", module));
+        let mut deferred = Record::builder(topic()).build();
+        set_message_deferred(&mut deferred, template!("{}", 1), &[Arg::U64(7)]);
+        shapes.push(("a deferred message", deferred));
+
+        for (shape, mut record) in shapes {
+            let held = held_bytes_unique(&mut record);
+            assert_eq!(held, held_bytes(&record), "{shape}");
+            for limit in held.saturating_sub(80)..held + 80 {
+                assert_eq!(
+                    held_bytes_unique_within(&mut record, limit),
+                    held <= limit,
+                    "{shape}: {held} bytes held, limit {limit}"
+                );
+            }
+        }
     }
 }
 
