@@ -116,14 +116,18 @@ impl Worker {
         }
         self.publish_breaker_state();
         self.dirty = true;
-        if let Some(last) = batch.iter().map(|r| r.seq()).max() {
-            shared.advance(last + 1);
-        }
         // Give back the records only we still hold, and keep the batch's
-        // allocation for the next batch.
+        // allocation for the next batch. One pass over the records for
+        // both: a batch's records do not fit the core's first-level cache,
+        // so each pass pays for their lines again.
         let mut batch = batch;
+        let mut last = None;
         for record in batch.drain(..) {
+            last = last.max(Some(record.seq()));
             self.hand_back.release(record, &mut self.drain.spares);
+        }
+        if let Some(last) = last {
+            shared.advance(last + 1);
         }
         self.batch = batch;
     }
