@@ -10,7 +10,9 @@
 //! - [`Stash`]: a publisher's few, refilled from the pool a batch at a time,
 //!   and fed with the records its own overflow policy dropped;
 //! - [`HandBack`]: a worker's batch in the making, sent to the pool when
-//!   full.
+//!   full;
+//! - [`Spares`]: a worker's own, for the records it rebuilds from lane
+//!   slots, and its last written batch, let go of as the next one is taken.
 //!
 //! Proving a record unique costs an atomic compare-and-swap
 //! (`Arc::get_mut`) on a cache line the worker's core touched last; a
@@ -67,6 +69,13 @@ const SPARE_BYTES: usize = 1024;
 /// other workers to have dropped their references before it lets the record
 /// be freed instead of reused (see [`Recycled::release`]).
 const WORKER_ATTEMPTS: u32 = 8;
+
+/// How many of the last written batch's records a take lets go of, at
+/// most, looking for one to rewrite ([`Spares::take`]), and how many times
+/// it looks at each. Kept small: the take runs between a lane's head moving
+/// and its room being given back to the publisher, and an appender that
+/// keeps every record (a memory appender) makes each look fail.
+const TAKE_LOOKS: usize = 2;
 
 /// A record no one else holds: no other `Arc`, no `Weak`.
 ///
@@ -252,7 +261,7 @@ impl Stash {
 }
 
 /// A worker's own recycled records, rewritten into the records it builds
-/// from lane slots (`queue/slot.rs`); fed by [`HandBack::release`].
+/// from lane slots (`queue/slot.rs`); fed by its written batches.
 ///
 /// A worker keeps only as many as it has needed: each time it found none,
 /// it wants one more (up to a cap). So the records of a subscription whose
@@ -262,8 +271,22 @@ impl Stash {
 /// The worker trims them when it goes idle: it keeps at most what it used
 /// since the last trim, or half of what it kept, so after a burst they go
 /// back down within a few idle moments.
+///
+/// A written batch's records are not let go of in a pass of their own:
+/// the worker gives the whole batch back ([`give_back`](Spares::give_back)),
+/// and the next batch's takes let go of them a record at a time, each
+/// rewritten at once if this worker was its last holder
+/// ([`take`](Spares::take)). A batch's records do not fit the core's
+/// first-level cache, so a pass of their own paid for each record's lines
+/// once more; here the release touches the lines the rewrite is about to
+/// write. What the takes leave is let go of as before
+/// ([`let_go`](Spares::let_go)) when the next batch is given back or the
+/// worker goes idle, so a record stays out of the pool for at most one
+/// batch more.
 pub(crate) struct Spares {
     records: Vec<Recycled>,
+    /// The last written batch's records, not yet let go of.
+    returned: Vec<Arc<Record>>,
     /// How many records to keep: how often `take` found none, at most the
     /// cap ([`SPARES_CAP`]; tests set less).
     wanted: usize,
@@ -283,21 +306,52 @@ impl Spares {
     pub(crate) fn with_cap(cap: usize) -> Spares {
         Spares {
             records: Vec::new(),
+            returned: Vec::new(),
             wanted: 0,
             cap,
             used: 0,
         }
     }
 
-    /// A record to rewrite, if one is kept.
+    /// A record to rewrite: one of the last written batch's, if this
+    /// worker was the last holder of one of the few it looks at
+    /// ([`TAKE_LOOKS`]), else one kept, if any.
     #[inline]
     pub(crate) fn take(&mut self) -> Option<Recycled> {
         self.used += 1;
+        for _ in 0..TAKE_LOOKS {
+            let Some(record) = self.returned.pop() else {
+                break;
+            };
+            if let Some(recycled) = Recycled::release(record, TAKE_LOOKS as u32) {
+                return Some(recycled);
+            }
+        }
         let spare = self.records.pop();
         if spare.is_none() && self.wanted < self.cap {
             self.wanted += 1;
         }
         spare
+    }
+
+    /// Lets go of what the takes left of the last written batch, then
+    /// takes `batch`'s records, to be let go of by the next takes and the
+    /// next [`let_go`](Spares::let_go). `batch` is left empty, with the
+    /// allocation the last batch's records came in.
+    pub(crate) fn give_back(&mut self, batch: &mut Vec<Arc<Record>>, hand_back: &mut HandBack) {
+        self.let_go(hand_back);
+        std::mem::swap(&mut self.returned, batch);
+    }
+
+    /// Lets go of what the takes left of the last written batch: each
+    /// record kept as a spare, handed back to the pool, or freed, as
+    /// [`HandBack::release`] decides.
+    pub(crate) fn let_go(&mut self, hand_back: &mut HandBack) {
+        let mut returned = std::mem::take(&mut self.returned);
+        for record in returned.drain(..) {
+            hand_back.release(record, self);
+        }
+        self.returned = returned;
     }
 
     /// Keeps at most what was used since the last trim, or half of what
@@ -402,6 +456,93 @@ mod tests {
 
     fn record() -> Arc<Record> {
         Arc::new(Record::builder(Topic::new(Level::Info, "t")).seq(1).build())
+    }
+
+    /// The next batch's takes reuse a given-back batch's records, each the
+    /// moment it is wanted, passing over those another holder still has
+    /// (a few at most a take); what they leave is let go of at the next
+    /// give-back (as spares, up to what the worker wants, and to the pool)
+    /// or when the worker goes idle.
+    #[test]
+    fn a_given_back_batch_is_reused_by_the_next_takes() {
+        let mut spares = Spares::default();
+        let mut hand_back = Pool::new().hand_back();
+        let mine: Vec<Arc<Record>> = (0..4).map(|_| record()).collect();
+        let places: Vec<*const Record> = mine.iter().map(Arc::as_ptr).collect();
+        // A record another subscription still holds, and one an appender
+        // kept a reference to.
+        let shared = record();
+        set_holders(&shared, 2, false);
+        let other_holder = Arc::clone(&shared);
+        let kept = record();
+        let appender_copy = Arc::clone(&kept);
+        let mut batch = vec![
+            Arc::clone(&mine[0]),
+            shared,
+            Arc::clone(&mine[1]),
+            kept,
+            Arc::clone(&mine[2]),
+            Arc::clone(&mine[3]),
+        ];
+        drop(mine);
+        spares.give_back(&mut batch, &mut hand_back);
+        assert!(batch.is_empty());
+        assert_eq!(spares.returned.len(), 6, "nothing let go of yet");
+
+        // Taken from the end: the last two, then the appender's copy is
+        // passed over (and freed once it lets go), then the third.
+        let reused: Vec<*const Record> = (0..3)
+            .map(|_| {
+                let spare = spares.take().expect("a returned record");
+                Arc::as_ptr(&spare.reuse(|_| {}))
+            })
+            .collect();
+        assert_eq!(reused, [places[3], places[2], places[1]]);
+        assert_eq!(
+            Arc::strong_count(&appender_copy),
+            1,
+            "the worker let go of it"
+        );
+        assert_eq!(
+            spares.returned.len(),
+            2,
+            "the shared one and the first are left"
+        );
+
+        // The next give-back lets go of those two first: the other holder
+        // is not done, so only the first is kept (the worker wants no
+        // spares: every take found one, so it goes to the pool's batch).
+        let mut next = vec![record()];
+        spares.give_back(&mut next, &mut hand_back);
+        assert_eq!(spares.returned.len(), 1);
+        assert_eq!((spares.records.len(), hand_back.batch.len()), (0, 1));
+        assert!(
+            Recycled::release(other_holder, 1).is_some(),
+            "now the last holder"
+        );
+
+        // Idle: the rest is let go of.
+        spares.let_go(&mut hand_back);
+        assert!(spares.returned.is_empty());
+        assert_eq!(hand_back.batch.len(), 2);
+    }
+
+    /// A take looks at no more than [`TAKE_LOOKS`] of the last batch's
+    /// records: when an appender keeps every record, the rest wait for
+    /// `let_go`, outside the take.
+    #[test]
+    fn a_take_looks_at_few_kept_records() {
+        let mut spares = Spares::default();
+        let mut hand_back = Pool::new().hand_back();
+        let kept: Vec<Arc<Record>> = (0..10).map(|_| record()).collect();
+        let mut batch: Vec<Arc<Record>> = kept.iter().map(Arc::clone).collect();
+        spares.give_back(&mut batch, &mut hand_back);
+        assert!(spares.take().is_none());
+        assert_eq!(spares.returned.len(), 10 - TAKE_LOOKS);
+        spares.let_go(&mut hand_back);
+        assert!(spares.returned.is_empty());
+        assert!(kept.iter().all(|record| Arc::strong_count(record) == 1));
+        assert!(hand_back.batch.is_empty(), "none was unique");
     }
 
     #[test]

@@ -415,3 +415,34 @@ fn deferred_records_flood_with_byte_bound_balances() {
     let check = Check(Arc::default(), decoded_whole);
     flood_balances(check.clone(), &check.0, "d", log_decoded);
 }
+
+/// A worker lets go of the records it wrote by the time a flush returns:
+/// those a memory appender kept are then held by it alone, whether the
+/// flush found the worker idle or still writing (which of the two varies
+/// from round to round: a worker lets go when it goes idle, and when a
+/// flush ends), and none was rewritten under the appender's feet
+/// (`src/recycle.rs`, `Spares`).
+#[test]
+fn records_an_appender_keeps_are_its_alone_after_a_flush() {
+    const ROUNDS: u64 = 20;
+    const CALLS: u64 = 500;
+    let broker = common::broker();
+    let (memory, captured) = logbus::Memory::new();
+    broker
+        .subscribe(Subscription::builder("s", memory).overflow(OverflowPolicy::Block))
+        .unwrap();
+    for round in 0..ROUNDS {
+        for i in 0..CALLS {
+            log::info!(logger: broker.handle(), target: "app", "r{round} n{i}");
+        }
+        broker.flush().unwrap();
+        let records = captured.records();
+        assert_eq!(records.len() as u64, CALLS * (round + 1));
+        for (k, record) in records.iter().enumerate() {
+            // The appender's and the copy `records` returned.
+            assert_eq!(Arc::strong_count(record), 2, "round {round}, record {k}");
+            let (r, i) = (k as u64 / CALLS, k as u64 % CALLS);
+            assert_eq!(record.message(), format!("r{r} n{i}"));
+        }
+    }
+}

@@ -76,8 +76,13 @@ pub(crate) struct Drain {
     /// Scratch for the merge: each source's oldest `seq`.
     heads: Vec<Option<u64>>,
     /// The worker's records to rebuild records that travelled as parts
-    /// in (`slot.rs`), fed by the worker's hand-back.
+    /// in (`slot.rs`), fed by its written batches (`recycle::Spares`).
     pub(crate) spares: Spares,
+    /// The highest `seq` taken since [`take_newest`](Drain::take_newest)
+    /// last asked, noted as each take ends, from the record it wrote last
+    /// (still in the core's cache): the worker's cursor, without a pass
+    /// over the batch.
+    newest: Option<u64>,
 }
 
 /// What a flush must wait for: see the module docs.
@@ -103,6 +108,7 @@ impl Drain {
             lanes_seen: usize::MAX,
             heads: Vec::new(),
             spares: Spares::default(),
+            newest: None,
         }
     }
 
@@ -123,6 +129,7 @@ impl Drain {
             }
             let taken = queue.front.take(max.saturating_sub(batch.len()), batch);
             if taken > 0 {
+                note_newest(&mut self.newest, batch);
                 return taken;
             }
         }
@@ -135,12 +142,20 @@ impl Drain {
             batch,
             max,
             &mut self.spares,
+            &mut self.newest,
         );
         for record in &batch[before..] {
             queue.release_bytes(record);
         }
         self.forget_finished(queue);
         batch.len() - before
+    }
+
+    /// The highest `seq` taken since the last call, if any was: a source
+    /// gives its records in `seq` order, so each take's last record is its
+    /// highest. A hint, like the cursor it moves (`SubShared::cursor`).
+    pub(crate) fn take_newest(&mut self) -> Option<u64> {
+        self.newest.take()
     }
 
     /// The worker's look before it parks (`waker.rs`): each source's gate
@@ -226,6 +241,7 @@ fn merge(
     batch: &mut Vec<Arc<Record>>,
     max: usize,
     spares: &mut Spares,
+    newest: &mut Option<u64>,
 ) {
     let source = |i: usize| -> &dyn Source {
         match lanes.get(i) {
@@ -234,7 +250,9 @@ fn merge(
         }
     };
     if let ([only], 0) = (lanes, shared.len()) {
-        only.take_below(u64::MAX, max.saturating_sub(batch.len()), batch, spares);
+        if only.take_below(u64::MAX, max.saturating_sub(batch.len()), batch, spares) > 0 {
+            note_newest(newest, batch);
+        }
         return;
     }
     // The oldest `seq` of each source, read once and then again only for
@@ -265,10 +283,18 @@ fn merge(
         let now = source(i).peek_seq();
         if now == Some(low) {
             // Seqs are unique; should two heads tie, take one of them.
-            source(i).take_below(next.max(low + 1), max - batch.len(), batch, spares);
+            if source(i).take_below(next.max(low + 1), max - batch.len(), batch, spares) > 0 {
+                note_newest(newest, batch);
+            }
         }
         heads[i] = source(i).peek_seq();
     }
+}
+
+/// Notes the `seq` of `batch`'s last record, which a take just added, in
+/// `newest`.
+fn note_newest(newest: &mut Option<u64>, batch: &[Arc<Record>]) {
+    *newest = (*newest).max(batch.last().map(|record| record.seq()));
 }
 
 #[cfg(test)]

@@ -63,6 +63,9 @@ pub(crate) struct Worker {
     last_error: Option<String>,
     /// Where the records nobody else holds go back for publishers to reuse.
     hand_back: HandBack,
+    /// Where the cursor moves once the last written batch is let go of
+    /// (`settle.rs`).
+    released_cursor: Option<u64>,
 }
 
 /// Creates a subscription's shared state from `builder` and starts its
@@ -79,42 +82,8 @@ pub(crate) fn spawn(
     pool: &Pool,
     seq: Arc<CacheLine<AtomicU64>>,
 ) -> Result<Arc<SubShared>, SpawnFailed> {
-    let (queue, drain) = Queue::new(builder.capacity, builder.max_bytes, builder.overflow);
-    if builder.replay.is_some() {
-        // Held before the worker thread exists, so that its every take sees
-        // the hold (the thread's creation publishes it): no live record
-        // overtakes the replay (`queue/front.rs`). A review found the hold
-        // set after the spawn missed by a first take already under way.
-        queue.front.hold();
-    }
-    let (ctrl_tx, ctrl_rx) = crossbeam_channel::bounded(CONTROL_CAPACITY);
-    let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
-    let shared = Arc::new(SubShared {
-        name: builder.name.into(),
-        queue,
-        counters: Counters::default(),
-        ctrl: ctrl_tx,
-        worker: Mutex::new(None),
-        done: done_rx,
-        fork_generation: crate::fork::generation(),
-        cursor: AtomicU64::new(0),
-        replay: OnceLock::new(),
-    });
-    let worker = Worker {
-        appender: builder.appender,
-        drain,
-        ctrl: ctrl_rx,
-        shared: Arc::clone(&shared),
-        seq,
-        batch: Vec::with_capacity(BATCH),
-        reported_drops: 0,
-        dirty: false,
-        retry: builder.retry,
-        breaker: Breaker::new(builder.breaker),
-        dead_letters,
-        last_error: None,
-        hand_back: pool.hand_back(),
-    };
+    let (worker, done_tx) = Worker::new(builder, dead_letters, pool, seq);
+    let shared = Arc::clone(&worker.shared);
     // The worker goes to its thread through a slot, so that a failed spawn
     // (which drops the closure inside `spawn`) leaves it with us.
     let slot = Arc::new(Mutex::new(Some(worker)));
@@ -254,6 +223,55 @@ fn join(sub: &SubShared, deadline: Option<Instant>) -> bool {
 }
 
 impl Worker {
+    /// A subscription's shared state made from `builder`, and the worker
+    /// that serves it, not started; and the sender whose drop tells
+    /// `join` the worker is done.
+    fn new(
+        builder: SubscriptionBuilder,
+        dead_letters: DeadLetters,
+        pool: &Pool,
+        seq: Arc<CacheLine<AtomicU64>>,
+    ) -> (Worker, crossbeam_channel::Sender<()>) {
+        let (queue, drain) = Queue::new(builder.capacity, builder.max_bytes, builder.overflow);
+        if builder.replay.is_some() {
+            // Held before the worker thread exists, so that its every take sees
+            // the hold (the thread's creation publishes it): no live record
+            // overtakes the replay (`queue/front.rs`). A review found the hold
+            // set after the spawn missed by a first take already under way.
+            queue.front.hold();
+        }
+        let (ctrl_tx, ctrl_rx) = crossbeam_channel::bounded(CONTROL_CAPACITY);
+        let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
+        let shared = Arc::new(SubShared {
+            name: builder.name.into(),
+            queue,
+            counters: Counters::default(),
+            ctrl: ctrl_tx,
+            worker: Mutex::new(None),
+            done: done_rx,
+            fork_generation: crate::fork::generation(),
+            cursor: AtomicU64::new(0),
+            replay: OnceLock::new(),
+        });
+        let worker = Worker {
+            appender: builder.appender,
+            drain,
+            ctrl: ctrl_rx,
+            shared,
+            seq,
+            batch: Vec::with_capacity(BATCH),
+            reported_drops: 0,
+            dirty: false,
+            retry: builder.retry,
+            breaker: Breaker::new(builder.breaker),
+            dead_letters,
+            last_error: None,
+            hand_back: pool.hand_back(),
+            released_cursor: None,
+        };
+        (worker, done_tx)
+    }
+
     /// The loop, as a small state machine: *working* (take a batch, write
     /// it), *idle* (report drops, flush, forget finished lanes, spin, park),
     /// *draining* (after `Shutdown`: write what is left, flush, exit).
@@ -277,9 +295,12 @@ impl Worker {
             }
             // Nothing queued: every record below the next seq that was
             // queued here is written (the cursor, a hint: one in flight may
-            // still come); report drops and flush the appender, then wait.
+            // still come); once the written ones are let go of, report drops
+            // and flush the appender, then wait.
             // Relaxed: see `SubShared::cursor`.
-            self.shared.advance(self.seq.load(Ordering::Relaxed));
+            let next = self.seq.load(Ordering::Relaxed);
+            self.let_go();
+            self.shared.advance(next);
             self.idle();
             self.drain.forget_finished(&self.shared.queue);
             if self.spin_for_work() {
@@ -365,8 +386,10 @@ impl Worker {
         }
     }
 
-    /// The queue ran empty: report drops, then flush the appender.
+    /// The queue ran empty: let go of the written records, report drops,
+    /// then flush the appender.
     fn idle(&mut self) {
+        self.let_go();
         self.report_drops();
         self.drain.spares.trim();
         if !self.dirty {
@@ -396,6 +419,39 @@ mod tests {
     use super::*;
     use crate::queue::test_record;
     use crate::subscription::Subscription;
+
+    /// A written batch stays with the worker until it is let go of, when
+    /// the worker goes idle or writes the next batch; only then does the
+    /// cursor move past it, so that a journal that keeps records until
+    /// they are written lets go of records no worker holds any more.
+    #[test]
+    fn the_cursor_moves_once_a_written_batch_is_let_go_of() {
+        let seq = Arc::new(CacheLine(AtomicU64::new(0)));
+        let (memory, captured) = Memory::new();
+        let builder = Subscription::builder("s", memory);
+        let (mut worker, _done) =
+            Worker::new(builder, DeadLetters::IsDeadLetter, &Pool::new(), seq);
+        let counts =
+            || -> Vec<usize> { captured.records().iter().map(Arc::strong_count).collect() };
+        for seq in 0..3 {
+            worker.shared.push_shared(test_record(seq)).unwrap();
+        }
+        assert_eq!(worker.take_batch(), 3);
+        worker.write_batch();
+        // The appender's, `records`' copy, and the worker's.
+        assert_eq!(counts(), [3, 3, 3]);
+        assert_eq!(worker.shared.cursor(), 0, "not let go of yet");
+
+        worker.shared.push_shared(test_record(3)).unwrap();
+        assert_eq!(worker.take_batch(), 1);
+        worker.write_batch();
+        assert_eq!(counts(), [2, 2, 2, 3], "the first batch let go of");
+        assert_eq!(worker.shared.cursor(), 3);
+
+        worker.idle();
+        assert_eq!(counts(), [2, 2, 2, 2]);
+        assert_eq!(worker.shared.cursor(), 4);
+    }
 
     /// A dead letter pushed after its route was told to stop is handed back
     /// (and counted as lost by the pushing worker), never left where

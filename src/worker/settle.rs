@@ -116,20 +116,35 @@ impl Worker {
         }
         self.publish_breaker_state();
         self.dirty = true;
-        // Give back the records only we still hold, and keep the batch's
-        // allocation for the next batch. One pass over the records for
-        // both: a batch's records do not fit the core's first-level cache,
-        // so each pass pays for their lines again.
+        // No pass over the records here: a batch's records do not fit the
+        // core's first-level cache, so a pass paid for each one's lines
+        // again. The next batch's takes let go of them as they rewrite
+        // them, and the cursor moves past them once they are all let go
+        // (`let_go`), so that a journal keeping records until they are
+        // written finds them unique when it lets go of them (a review found
+        // a cursor moved before the release making a flood allocate two
+        // records a call). The newest `seq` was noted as they were taken.
         let mut batch = batch;
-        let mut last = None;
-        for record in batch.drain(..) {
-            last = last.max(Some(record.seq()));
-            self.hand_back.release(record, &mut self.drain.spares);
-        }
-        if let Some(last) = last {
-            shared.advance(last + 1);
-        }
+        let newest = self.drain.take_newest();
+        self.drain.spares.give_back(&mut batch, &mut self.hand_back);
+        self.advance_past_released(newest);
         self.batch = batch;
+    }
+
+    /// Lets go of what the takes left of the last written batch, and moves
+    /// the cursor past it.
+    pub(super) fn let_go(&mut self) {
+        self.drain.spares.let_go(&mut self.hand_back);
+        self.advance_past_released(None);
+    }
+
+    /// Moves the cursor past the batch just let go of, and notes where it
+    /// moves once the batch written now (`newest`, its highest `seq`) is.
+    fn advance_past_released(&mut self, newest: Option<u64>) {
+        let released = std::mem::replace(&mut self.released_cursor, newest.map(|seq| seq + 1));
+        if let Some(to) = released {
+            self.shared.advance(to);
+        }
     }
 
     /// One attempt at writing one record, panics caught.
