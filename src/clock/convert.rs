@@ -97,10 +97,11 @@
 //! - **The counter going back** (on resume from S3 on a CPU whose counter
 //!   does not run through it; the kernel copes, reading it afresh): a
 //!   thread notices when it converts after it, from a reading below its
-//!   latest ([`WentBack`]) or, for a tick older than its anchor, from the
-//!   counter read below the anchor (`tsc.rs`, which then stops stamping
-//!   ticks for the rest of the process). The stamps still outstanding are
-//!   converted by a [`Fallback`], which cannot always tell which side of
+//!   latest ([`WentBack`]) or, for a tick older than its anchor, from a
+//!   counter reading made after the stamp below the anchor (a worker's
+//!   reading after its take, else one read then; `tsc.rs`, which then
+//!   stops stamping ticks for the rest of the process). The stamps still
+//!   outstanding are converted by a [`Fallback`], which cannot always tell which side of
 //!   the reset a stamp was made on: it takes every tick below the origin,
 //!   or not past the reading after the reset, for after it. So it errs for
 //!   a stamp made after the reset if the counter had climbed back past the

@@ -36,6 +36,14 @@ pub(crate) fn stamp() -> Stamp {
     }
 }
 
+/// Notes, on a worker's thread, that it has just taken records off its
+/// queue, so that it converts their stamps without a counter read each.
+#[inline]
+pub(crate) fn note_taken() {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+    tsc::note_taken();
+}
+
 /// Decides what records are stamped with, if that is not decided yet (a
 /// broker being built), so that no log call does.
 pub(crate) fn prepare() {

@@ -113,6 +113,18 @@ thread_local! {
     static ANCHOR: Cell<Option<Anchor>> = const { Cell::new(None) };
     /// This thread's state, read and written when it re-anchors.
     static CONVERTER: Cell<Option<State>> = const { Cell::new(None) };
+    /// On a worker's thread, a counter reading made after every record the
+    /// thread has taken off its queue was stamped ([`note_taken`]); 0 on
+    /// other threads.
+    static TAKEN: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Notes, on a worker's thread that has just taken records off its queue,
+/// a counter reading made after each of them was stamped: it then converts
+/// them without a counter read each (see [`to_unix_nanos`]). One read a
+/// take, which takes up to a few hundred records.
+pub(super) fn note_taken() {
+    let _ = TAKEN.try_with(|cell| cell.set(read_ticks()));
 }
 
 /// The stamp of a record built now.
@@ -384,12 +396,28 @@ fn origin() -> Reading {
 fn to_unix_nanos(ticks: u64) -> i64 {
     if let Some(anchor) = ANCHOR.try_with(Cell::get).ok().flatten() {
         // A tick older than the anchor was stamped before it, unless the
-        // counter went back since: then it reads below the anchor now.
-        if anchor.converts(ticks) && (ticks > anchor.ticks() || read_ticks() >= anchor.ticks()) {
+        // counter went back since: then every reading made after the stamp
+        // is below the anchor (until the counter climbs past it again,
+        // which `Converter::anchor` looks for). So one reading made after
+        // the stamp at or past the anchor says it was stamped before:
+        // `TAKEN`'s on a worker's thread, whose records were all stamped
+        // before it took them (a worker converts the records it took, and
+        // copies of them), else one read now.
+        let taken = TAKEN.try_with(Cell::get).unwrap_or(0);
+        if anchor.converts(ticks) && in_order(ticks, anchor.ticks(), taken, read_ticks) {
             return anchor.unix_nanos_at(ticks);
         }
     }
     convert_slowly(ticks)
+}
+
+/// Whether `ticks` was stamped after the anchor read `anchor`, or before
+/// it with the counter not gone back since: newer than the anchor, or a
+/// reading made after the stamp (`taken`, else one from `read`) at or past
+/// it (see `to_unix_nanos`).
+#[inline]
+fn in_order(ticks: u64, anchor: u64, taken: u64, read: impl FnOnce() -> u64) -> bool {
+    ticks > anchor || taken >= anchor || read() >= anchor
 }
 
 /// `to_unix_nanos` with a new anchor, or once the counter went back.
@@ -421,6 +449,15 @@ fn convert_slowly(ticks: u64) -> i64 {
             }
             let _ = ANCHOR.try_with(|cell| cell.set(Some(anchor)));
             let _ = CONVERTER.try_with(|cell| cell.set(Some(State::Ticks(converter))));
+            // A worker's thread converts only records it has already taken
+            // (`TAKEN`), so this reading, made after the take, was made
+            // after each of them was stamped too, and the anchor it made
+            // does not send the rest of the batch to a read each.
+            let _ = TAKEN.try_with(|cell| {
+                if cell.get() != 0 {
+                    cell.set(anchor.ticks());
+                }
+            });
             anchor.unix_nanos_at(ticks)
         }
         Err(WentBack) => {
@@ -576,6 +613,67 @@ mod tests {
         } else {
             WALL
         }
+    }
+
+    /// A tick older than the anchor counts as stamped before it on a
+    /// reading made after the stamp at or past the anchor: a worker's
+    /// reading after its take, with no read of its own, else one read
+    /// now; a counter gone back fails both.
+    #[test]
+    fn an_older_tick_is_checked_against_a_reading_made_after_it() {
+        let reads = Cell::new(0);
+        let read = |value: u64| {
+            let reads = &reads;
+            move || {
+                reads.set(reads.get() + 1);
+                value
+            }
+        };
+        assert!(in_order(1_001, 1_000, 0, read(0)), "newer");
+        assert!(in_order(900, 1_000, 1_000, read(0)), "taken at the anchor");
+        assert!(in_order(900, 1_000, 5_000, read(0)), "taken after it");
+        assert_eq!(reads.get(), 0);
+        assert!(
+            in_order(900, 1_000, 0, read(1_200)),
+            "not a worker: read now"
+        );
+        assert!(
+            in_order(900, 1_000, 950, read(1_200)),
+            "taken before the anchor"
+        );
+        assert_eq!(reads.get(), 2);
+        assert!(!in_order(900, 1_000, 0, read(950)), "went back");
+        assert!(
+            !in_order(900, 1_000, 300, read(950)),
+            "went back before the take"
+        );
+    }
+
+    /// A worker's thread converts the records it took, stamped before
+    /// its take, to between the wall-clock reads around their stamps,
+    /// with the reading of its take and across a new anchor.
+    #[test]
+    fn a_worker_converts_what_it_took_to_between_the_clock_reads_around_it() {
+        prepare();
+        if SOURCE.load(Ordering::Relaxed) & STATE != TICKS {
+            return; // stamped with the wall clock: nothing to convert
+        }
+        std::thread::spawn(|| {
+            let slack = std::time::Duration::from_micros(1);
+            for _ in 0..100 {
+                let stamped: Vec<(SystemTime, u64, SystemTime)> = (0..100)
+                    .map(|_| (SystemTime::now(), read_ticks(), SystemTime::now()))
+                    .collect();
+                note_taken();
+                assert_ne!(TAKEN.with(Cell::get), 0);
+                for (before, ticks, after) in stamped {
+                    let time = from_unix_nanos(to_unix_nanos(ticks));
+                    assert!(time + slack >= before && time <= after + slack);
+                }
+            }
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

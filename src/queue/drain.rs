@@ -114,7 +114,8 @@ impl Drain {
 
     /// Takes queued records into `batch` until it holds `max`, from every
     /// source merged in `seq` order; returns how many it added. Their bytes
-    /// leave the byte budget. Forgets the lanes it finds finished.
+    /// leave the byte budget, and the worker's thread notes that it took
+    /// them (`clock::note_taken`). Forgets the lanes it finds finished.
     pub(crate) fn take_batch(
         &mut self,
         queue: &Queue,
@@ -130,6 +131,7 @@ impl Drain {
             let taken = queue.front.take(max.saturating_sub(batch.len()), batch);
             if taken > 0 {
                 note_newest(&mut self.newest, batch);
+                crate::clock::note_taken();
                 return taken;
             }
         }
@@ -146,6 +148,9 @@ impl Drain {
         );
         for record in &batch[before..] {
             queue.release_bytes(record);
+        }
+        if batch.len() > before {
+            crate::clock::note_taken();
         }
         self.forget_finished(queue);
         batch.len() - before
