@@ -658,7 +658,7 @@ mod tests {
         if SOURCE.load(Ordering::Relaxed) & STATE != TICKS {
             return; // stamped with the wall clock: nothing to convert
         }
-        std::thread::spawn(|| {
+        crate::sync::thread::spawn(|| {
             let slack = std::time::Duration::from_micros(1);
             for _ in 0..100 {
                 let stamped: Vec<(SystemTime, u64, SystemTime)> = (0..100)
