@@ -23,7 +23,14 @@
 //! - `allocs`: heap allocations (and reallocations) made on the calling
 //!   threads inside the timed calls, per call; a logger's own threads are
 //!   not counted (a counting `#[global_allocator]` with a thread-local
-//!   flag, set only around each call).
+//!   flag, set only around each call);
+//! - `cpu_caller`, `cpu_bg`: CPU time per record, ns, that the calling
+//!   threads spent in their loops (each its own thread's CPU clock), and
+//!   that the rest of the process spent from the first call until the
+//!   flush returned (the process's CPU clock, which counts threads that
+//!   have exited, less the callers'): a logger's worker threads, mostly.
+//!   Time a thread waits, for a lock, a core or the hypervisor, is not
+//!   CPU time, so on a shared machine these vary less than `rate` does.
 //!
 //! Loggers that take a user format function get the same cached-second
 //! timestamp writer the floors use (`write_ts`), so that they are compared on
@@ -194,6 +201,36 @@ static ALLOCATOR: counting::Counting = counting::Counting;
 static CALLER_ALLOCS: AtomicU64 = AtomicU64::new(0);
 
 // ---------------------------------------------------------------------------
+// CPU time.
+
+/// The calling threads' CPU time in their loops, ns, added when each is done.
+static CALLER_CPU: AtomicU64 = AtomicU64::new(0);
+/// The process's CPU clock at the first call and when the flush returned
+/// ([`done`]), ns.
+static START_CPU: AtomicU64 = AtomicU64::new(0);
+static END_CPU: AtomicU64 = AtomicU64::new(0);
+
+/// `clock`'s reading (a CPU clock), ns.
+fn cpu_ns(clock: libc::clockid_t) -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid `timespec` to write to; the CPU clocks are
+    // always there on Linux.
+    let rc = unsafe { libc::clock_gettime(clock, &mut now) };
+    assert_eq!(rc, 0, "clock_gettime");
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
+/// The moment a logger's run ends (its flush returned): notes the
+/// process's CPU clock too.
+fn done() -> Instant {
+    END_CPU.store(cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID), Ordering::Relaxed);
+    Instant::now()
+}
+
+// ---------------------------------------------------------------------------
 // The workload.
 
 /// Runs `log` for `records` values of `i` split among `threads`, timing each
@@ -212,18 +249,22 @@ fn drive<F: Fn(u64) + Sync>(threads: usize, records: u64, log: F) -> (Vec<u32>, 
                         barrier.wait();
                         let mut i = t;
                         let mut allocs = 0;
+                        let cpu = cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID);
                         while i < records {
                             let t0 = Instant::now();
                             allocs += counting::count(|| log(i)).1;
                             lat.push(t0.elapsed().as_nanos().min(u128::from(u32::MAX)) as u32);
                             i += threads as u64;
                         }
+                        let cpu = cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID) - cpu;
+                        CALLER_CPU.fetch_add(cpu, Ordering::Relaxed);
                         CALLER_ALLOCS.fetch_add(allocs, Ordering::Relaxed);
                         lat
                     })
                     .expect("spawn producer")
             })
             .collect();
+        START_CPU.store(cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID), Ordering::Relaxed);
         *start.lock().unwrap() = Some(Instant::now());
         barrier.wait();
         let mut all = Vec::with_capacity(records as usize);
@@ -325,7 +366,7 @@ fn floor_format(a: &Args) -> Outcome {
             i % 1000
         )));
     });
-    (lat, start, Instant::now())
+    (lat, start, done())
 }
 
 fn floor_bufwriter(a: &Args) -> Outcome {
@@ -349,7 +390,7 @@ fn floor_bufwriter(a: &Args) -> Outcome {
         });
     });
     w.lock().unwrap().flush().expect("flush");
-    (lat, start, Instant::now())
+    (lat, start, done())
 }
 
 /// How the workload's call is written: `log::info!`, or logbus's own
@@ -413,7 +454,7 @@ fn logbus(a: &Args, block: bool, journal: bool, redact: bool, files: usize, call
         Call::Macro => drive(a.threads, a.records, call_macro),
     };
     let report = guard.shutdown();
-    let end = Instant::now();
+    let end = done();
     eprintln!(
         "logbus: written {} dropped {} left {}",
         report.written(),
@@ -453,7 +494,7 @@ fn tracing(a: &Args, lossy: bool) -> Outcome {
     drop(guard);
     // The guard waits at most one second for the worker; wait for it to exit.
     wait_thread_gone("tracing-worker", Duration::from_secs(60));
-    (lat, start, Instant::now())
+    (lat, start, done())
 }
 
 /// slog's drain behind slog-async: one line per record into a `BufWriter`.
@@ -492,7 +533,7 @@ fn slog_async(a: &Args) -> Outcome {
     });
     drop(logger);
     drop(guard); // joins the worker, which drops (flushes) the BufWriter
-    (lat, start, Instant::now())
+    (lat, start, done())
 }
 
 fn spdlog_async(a: &Args) -> Outcome {
@@ -532,7 +573,7 @@ fn spdlog_async(a: &Args) -> Outcome {
     drop(async_sink);
     drop(pool); // the last reference: joins the worker after its queue
     file_sink.flush().expect("flush");
-    (lat, start, Instant::now())
+    (lat, start, done())
 }
 
 /// ftlog writes `{time} {delay}ms {msg}`; `msg` is ours.
@@ -573,7 +614,7 @@ fn ftlog(a: &Args) -> Outcome {
         log::info!(target: TARGET, "request {} served in {} us", i, i % 1000);
     });
     drop(guard); // sends Flush and waits for the worker's answer
-    (lat, start, Instant::now())
+    (lat, start, done())
 }
 
 struct FastLogFormat;
@@ -602,7 +643,7 @@ fn fast_log(a: &Args) -> Outcome {
         log::info!(target: TARGET, "request {} served in {} us", i, i % 1000);
     });
     fast_log::flush().expect("flush").wait();
-    (lat, start, Instant::now())
+    (lat, start, done())
 }
 
 fn flexi_format(
@@ -644,7 +685,7 @@ fn flexi(a: &Args) -> Outcome {
     });
     handle.flush();
     handle.shutdown(); // joins the async writer thread
-    (lat, start, Instant::now())
+    (lat, start, done())
 }
 
 fn log4rs(a: &Args) -> Outcome {
@@ -671,7 +712,7 @@ fn log4rs(a: &Args) -> Outcome {
         log::info!(target: TARGET, "request {} served in {} us", i, i % 1000);
     });
     log::logger().flush();
-    (lat, start, Instant::now())
+    (lat, start, done())
 }
 
 fn fern(a: &Args) -> Outcome {
@@ -693,7 +734,7 @@ fn fern(a: &Args) -> Outcome {
         log::info!(target: TARGET, "request {} served in {} us", i, i % 1000);
     });
     log::logger().flush();
-    (lat, start, Instant::now())
+    (lat, start, done())
 }
 
 fn main() {
@@ -728,6 +769,9 @@ fn main() {
     let secs = (end - start).as_secs_f64();
     let mean = lat.iter().map(|&l| u64::from(l)).sum::<u64>() as f64 / lat.len().max(1) as f64;
     let allocs = CALLER_ALLOCS.load(Ordering::Relaxed) as f64 / args.records as f64;
+    let caller_cpu = CALLER_CPU.load(Ordering::Relaxed);
+    let process_cpu = END_CPU.load(Ordering::Relaxed) - START_CPU.load(Ordering::Relaxed);
+    let per_record = |ns: u64| ns as f64 / args.records as f64;
     lat.sort_unstable();
     let lines = count_lines(&args.out);
     let ratio = if args.logger == "floor-format" {
@@ -736,7 +780,7 @@ fn main() {
         lines as f64 / args.records as f64
     };
     println!(
-        "RESULT logger={} threads={} records={} timer_ns={} p50={} p99={} p999={} max={} secs={:.4} rate={:.0} lines={} ratio={:.4} rss_kb={} mean={:.1} allocs={:.4}",
+        "RESULT logger={} threads={} records={} timer_ns={} p50={} p99={} p999={} max={} secs={:.4} rate={:.0} lines={} ratio={:.4} rss_kb={} mean={:.1} allocs={:.4} cpu_caller={:.1} cpu_bg={:.1}",
         args.logger,
         args.threads,
         args.records,
@@ -751,6 +795,8 @@ fn main() {
         ratio,
         rss_kb,
         mean,
-        allocs
+        allocs,
+        per_record(caller_cpu),
+        per_record(process_cpu.saturating_sub(caller_cpu)),
     );
 }
