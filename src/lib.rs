@@ -291,8 +291,8 @@ pub use logbus_appenders as appenders;
 
 pub use crate::{
     appenders::{
-        AppendError, Appender, BatchError, Level, Memory, MemoryHandle, Operation, Record, Topic,
-        Value,
+        AppendError, Appender, BatchError, Level, Memory, MemoryHandle, Operation, Record, Staged,
+        Topic, Value,
     },
     broker::{Broker, BrokerHandle, DEFAULT_FLUSH_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT},
     builder::{builder, Builder},

@@ -14,7 +14,9 @@ use crate::record::Record;
 /// An appender is owned by exactly one worker thread of the broker, which is
 /// why every method takes `&mut self` and no locking is needed. The broker
 /// calls [`append_batch`](Appender::append_batch) with the records it drained
-/// from the queue, then [`flush`](Appender::flush) when the queue runs empty.
+/// from the queue (or, for an appender that offers [`Staged`], stages them a
+/// run at a time as it takes them and commits the batch), then
+/// [`flush`](Appender::flush) when the queue runs empty.
 ///
 /// # The contract: `Ok` means written
 ///
@@ -111,6 +113,16 @@ pub trait Appender: Send + 'static {
         Ok(())
     }
 
+    /// This appender's way of taking a batch a run of records at a time,
+    /// if it has one (see [`Staged`]): the broker then stages each run as
+    /// it takes it off the queue and commits the batch, instead of calling
+    /// [`append_batch`](Appender::append_batch) with the whole batch. The
+    /// default has none. Every appender of this crate that renders into a
+    /// buffer (console, file, JSON, syslog) has one.
+    fn staged(&mut self) -> Option<&mut dyn Staged> {
+        None
+    }
+
     /// Pushes what the destination itself buffers further (for example
     /// `fsync`, or a network client's send buffer), or does periodic upkeep.
     ///
@@ -137,9 +149,74 @@ impl<A: Appender + ?Sized> Appender for Box<A> {
         (**self).append_batch(records)
     }
 
+    fn staged(&mut self) -> Option<&mut dyn Staged> {
+        (**self).staged()
+    }
+
     fn flush(&mut self) -> Result<(), AppendError> {
         (**self).flush()
     }
+}
+
+/// A batch written a run of records at a time: the broker hands each run to
+/// [`stage`](Staged::stage) as it takes it off the queue, while the records
+/// are still in the core's cache, then [`commit`](Staged::commit)s the
+/// batch. A batch of a few hundred records does not fit that cache, so an
+/// appender that renders the whole batch at once reads every record back
+/// from further away. Get one from [`Appender::staged`].
+///
+/// Staging runs and then committing has the effect of one
+/// [`append_batch`](Appender::append_batch) of all the runs' records, and
+/// the same contract: `Ok` from `commit` means every staged record was
+/// written, and on failure [`BatchError::written`] counts the records of
+/// the batch (all its runs) written before the failing one. An
+/// implementation may write part of the batch while staging (when its
+/// buffer is full), never after a failure, and keeps nothing of the
+/// failing record or those after it: the batch is over, and the broker
+/// retries the failing record with [`append`](Appender::append) and
+/// hands the records after it to later calls.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use logbus_appenders::{Appender, FileAppender, Level, Record, Topic};
+///
+/// let dir = std::env::temp_dir().join(format!("logbus-staged-doc-{}", std::process::id()));
+/// let path = dir.join("app.log");
+/// let mut file = FileAppender::builder(&path).build().unwrap();
+/// let record = |message: &str| {
+///     Arc::new(Record::builder(Topic::new(Level::Info, "app")).message(message.to_owned()).build())
+/// };
+/// let staged = file.staged().expect("a file appender stages");
+/// staged.stage(&[record("one"), record("two")], 0).unwrap();
+/// staged.stage(&[record("three")], 2).unwrap();
+/// staged.commit().unwrap();
+/// let text = std::fs::read_to_string(&path).unwrap();
+/// assert_eq!(text.lines().count(), 3);
+/// assert!(text.lines().last().unwrap().ends_with("three"));
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// ```
+pub trait Staged {
+    /// Adds `records` to the batch, after the `from` records staged in it
+    /// before (`from` 0 begins a batch: what was staged and not committed
+    /// is discarded, unwritten).
+    ///
+    /// # Errors
+    ///
+    /// A [`BatchError`] whose `written` counts the batch's records, from
+    /// its first run: those written before the failing one, which is the
+    /// record at that index. It may be a record of an earlier run, whose
+    /// write failed now. The batch is over: nothing of it is kept.
+    fn stage(&mut self, records: &[Arc<Record>], from: usize) -> Result<(), BatchError>;
+
+    /// Writes what is left of the batch; `Ok` means every staged record
+    /// was written. With no batch staged, does nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`stage`](Staged::stage)'s.
+    fn commit(&mut self) -> Result<(), BatchError>;
 }
 
 /// The operation an appender was doing when it failed.

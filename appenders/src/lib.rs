@@ -140,7 +140,7 @@ mod memory;
 mod syslog;
 
 pub use crate::{
-    appender::{AppendError, Appender, BatchError, Operation},
+    appender::{AppendError, Appender, BatchError, Operation, Staged},
     console::{color_choice, ColorMode, Console, ConsoleBuilder, ConsoleTarget},
     destination::file::{
         error::{FileError, FileErrorKind},

@@ -26,11 +26,10 @@
 
 use logbus_appenders::Record;
 
-use super::lane::Lane;
+use super::lane::{Lane, Taker};
 use super::shared::SharedChannel;
 use super::waker::{self, Work};
 use super::Queue;
-use crate::recycle::Spares;
 use crate::sync::{Arc, Ordering};
 
 /// Records in `seq` order that the drain merges with other sources.
@@ -41,13 +40,14 @@ pub(crate) trait Source {
 
     /// Takes up to `max` of the oldest records whose `seq` is below `limit`
     /// into `out`; returns how many (0 if the oldest is not below `limit`).
-    /// A record that travelled as parts is rebuilt in one of `spares`.
+    /// A record that travelled as parts is rebuilt in one of `taker`'s
+    /// spares.
     fn take_below(
         &self,
         limit: u64,
         max: usize,
         out: &mut Vec<Arc<Record>>,
-        spares: &mut Spares,
+        taker: &mut Taker,
     ) -> usize;
 }
 
@@ -61,9 +61,9 @@ impl Source for Lane {
         limit: u64,
         max: usize,
         out: &mut Vec<Arc<Record>>,
-        spares: &mut Spares,
+        taker: &mut Taker,
     ) -> usize {
-        Lane::take_below(self, limit, max, out, spares)
+        Lane::take_below(self, limit, max, out, taker)
     }
 }
 
@@ -76,8 +76,9 @@ pub(crate) struct Drain {
     /// Scratch for the merge: each source's oldest `seq`.
     heads: Vec<Option<u64>>,
     /// The worker's records to rebuild records that travelled as parts
-    /// in (`slot.rs`), fed by its written batches (`recycle::Spares`).
-    pub(crate) spares: Spares,
+    /// in (`slot.rs`), fed by its written batches (`recycle::Spares`), and
+    /// its buffer of slot readings.
+    pub(crate) taker: Taker,
     /// The highest `seq` taken since [`take_newest`](Drain::take_newest)
     /// last asked, noted as each take ends, from the record it wrote last
     /// (still in the core's cache): the worker's cursor, without a pass
@@ -107,7 +108,7 @@ impl Drain {
             lanes: Vec::new(),
             lanes_seen: usize::MAX,
             heads: Vec::new(),
-            spares: Spares::default(),
+            taker: Taker::default(),
             newest: None,
         }
     }
@@ -143,7 +144,7 @@ impl Drain {
             &mut self.heads,
             batch,
             max,
-            &mut self.spares,
+            &mut self.taker,
             &mut self.newest,
         );
         for record in &batch[before..] {
@@ -245,7 +246,7 @@ fn merge(
     heads: &mut Vec<Option<u64>>,
     batch: &mut Vec<Arc<Record>>,
     max: usize,
-    spares: &mut Spares,
+    taker: &mut Taker,
     newest: &mut Option<u64>,
 ) {
     let source = |i: usize| -> &dyn Source {
@@ -255,7 +256,7 @@ fn merge(
         }
     };
     if let ([only], 0) = (lanes, shared.len()) {
-        if only.take_below(u64::MAX, max.saturating_sub(batch.len()), batch, spares) > 0 {
+        if only.take_below(u64::MAX, max.saturating_sub(batch.len()), batch, taker) > 0 {
             note_newest(newest, batch);
         }
         return;
@@ -288,7 +289,7 @@ fn merge(
         let now = source(i).peek_seq();
         if now == Some(low) {
             // Seqs are unique; should two heads tie, take one of them.
-            if source(i).take_below(next.max(low + 1), max - batch.len(), batch, spares) > 0 {
+            if source(i).take_below(next.max(low + 1), max - batch.len(), batch, taker) > 0 {
                 note_newest(newest, batch);
             }
         }

@@ -49,8 +49,37 @@ use crate::recycle::Spares;
 use crate::sync::{Arc, AtomicBool, AtomicUsize, CacheLine, Ordering};
 
 /// Most records taken by one compare-and-swap (the slots are read into a
-/// stack buffer of this size first).
+/// buffer of this size first, [`Taker`]'s).
 const TAKE_RUN: usize = 32;
+
+/// A worker's means of taking: its spare records, to rebuild the records
+/// that travelled as parts in, and the buffer a run of slots is read into
+/// before the compare-and-swap that takes them. The buffer is kept, not
+/// made (and zeroed, 4 KiB) on each take: a worker that keeps up takes a
+/// record or two at a time.
+pub(crate) struct Taker {
+    pub(crate) spares: Spares,
+    run: Box<[Reading; TAKE_RUN]>,
+}
+
+// SAFETY: what keeps `Taker` from being `Send` is the raw pointers in its
+// readings. A reading is written and read only inside one `take_below`
+// call, on the thread making it: what a pointer in it names is owned by
+// that call once its compare-and-swap succeeds, and the call turns it into
+// a record (`Reading::take`) before it returns. Between calls the readings
+// are dead bytes, overwritten before they are read again (`take_below`),
+// so moving a `Taker` to another thread moves no access to what they point
+// to.
+unsafe impl Send for Taker {}
+
+impl Default for Taker {
+    fn default() -> Taker {
+        Taker {
+            spares: Spares::default(),
+            run: Box::new([Reading::EMPTY; TAKE_RUN]),
+        }
+    }
+}
 
 /// The shared part of a lane.
 pub(crate) struct Lane {
@@ -210,21 +239,24 @@ impl Lane {
     /// side); returns how many.
     #[cfg(test)]
     pub(crate) fn take(&self, max: usize, out: &mut Vec<Arc<Record>>) -> usize {
-        self.take_below(u64::MAX, max, out, &mut crate::recycle::Spares::default())
+        self.take_below(u64::MAX, max, out, &mut Taker::default())
     }
 
     /// Takes up to `max` of the oldest records whose `seq` is below `limit`
     /// into `out`; returns how many (0 if the oldest is not below `limit`:
     /// the merge then reads the lane's head again, which has moved). A
-    /// record that travelled as parts is rebuilt in one of `spares`.
+    /// record that travelled as parts is rebuilt in one of `taker`'s
+    /// spares. A reading of `taker`'s buffer left from an earlier take is
+    /// overwritten before it is read, in the parts that are read: the
+    /// rest is bytes of an older reading, which nothing reads.
     pub(crate) fn take_below(
         &self,
         limit: u64,
         max: usize,
         out: &mut Vec<Arc<Record>>,
-        spares: &mut Spares,
+        taker: &mut Taker,
     ) -> usize {
-        let mut run = [Reading::EMPTY; TAKE_RUN];
+        let Taker { spares, run } = taker;
         let mut taken = 0;
         while taken < max {
             let head = self.head.load(Ordering::Acquire);
@@ -575,9 +607,9 @@ mod tests {
         let mut out = Vec::new();
         // The first record too: the merge relies on it (a head that moved
         // under it must not overtake another source's older record).
-        let spares = &mut Spares::default();
-        assert_eq!(lane.take_below(5, 10, &mut out, spares), 0);
-        assert_eq!(lane.take_below(9, 10, &mut out, spares), 1);
+        let taker = &mut Taker::default();
+        assert_eq!(lane.take_below(5, 10, &mut out, taker), 0);
+        assert_eq!(lane.take_below(9, 10, &mut out, taker), 1);
         assert_eq!(lane.peek_seq(), Some(9));
         assert!(lane.evict_head_below(9).is_none());
         assert_eq!(lane.evict_head_below(10).map(|e| e.seq), Some(9));

@@ -22,7 +22,7 @@ use logbus_appenders::Record;
 
 use super::budget::Budget;
 use super::drain::Source;
-use crate::recycle::Spares;
+use super::lane::Taker;
 use crate::sync::{lock, Arc, AtomicUsize, Mutex, Ordering};
 
 /// A bounded channel of shared records that can evict its oldest one.
@@ -116,7 +116,7 @@ impl Source for SharedChannel {
         limit: u64,
         max: usize,
         out: &mut Vec<Arc<Record>>,
-        _: &mut Spares,
+        _: &mut Taker,
     ) -> usize {
         if self.len() == 0 {
             return 0;
@@ -160,11 +160,11 @@ mod tests {
         assert_eq!((channel.head(), channel.tail(), channel.len()), (1, 3, 2));
         let mut out = Vec::new();
         assert_eq!(
-            channel.take_below(2, 10, &mut out, &mut Spares::default()),
+            channel.take_below(2, 10, &mut out, &mut Taker::default()),
             1
         );
         assert_eq!(
-            channel.take_below(u64::MAX, 10, &mut out, &mut Spares::default()),
+            channel.take_below(u64::MAX, 10, &mut out, &mut Taker::default()),
             1
         );
         assert_eq!(out.iter().map(|r| r.seq()).collect::<Vec<_>>(), [1, 2]);

@@ -13,7 +13,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, TryRecvError};
-use logbus_appenders::{AppendError, Appender, Operation, Record};
+use logbus_appenders::{AppendError, Appender, BatchError, Operation, Record};
 
 pub(crate) use self::settle::DeadLetters;
 
@@ -29,6 +29,11 @@ use crate::sync::{lock, thread, Arc, AtomicU64, CacheLine, Mutex, OnceLock, Orde
 /// enough that a flood is written in few system calls, small enough that the
 /// first records of a burst reach the file quickly.
 const BATCH: usize = 512;
+
+/// Most records a take hands an appender that stages its batches
+/// (`logbus_appenders::Staged`) at once: few enough that they are still in
+/// the core's first-level cache when it renders them.
+const RUN: usize = 32;
 
 /// A batch smaller than this waits up to [`LINGER`] for more records.
 const LINGER_BATCH: usize = 128;
@@ -66,6 +71,12 @@ pub(crate) struct Worker {
     /// Where the cursor moves once the last written batch is let go of
     /// (`settle.rs`).
     released_cursor: Option<u64>,
+    /// Whether the batch being taken is staged, a run at a time.
+    staging: bool,
+    /// How many of the batch's records were handed to the appender to
+    /// stage, and how staging failed, if it did (`settle.rs` settles them).
+    staged: usize,
+    stage_failure: Option<BatchError>,
 }
 
 /// Creates a subscription's shared state from `builder` and starts its
@@ -268,6 +279,9 @@ impl Worker {
             last_error: None,
             hand_back: pool.hand_back(),
             released_cursor: None,
+            staging: false,
+            staged: 0,
+            stage_failure: None,
         };
         (worker, done_tx)
     }
@@ -320,9 +334,57 @@ impl Worker {
     }
 
     /// Takes up to a batch of queued records; returns how many were added.
+    /// An appender that stages its batches gets them a run at a time, as
+    /// they are taken, while its breaker is closed (a probe or a skip
+    /// takes its records one at a time, `settle.rs`).
     fn take_batch(&mut self) -> usize {
-        self.drain
-            .take_batch(&self.shared.queue, &mut self.batch, BATCH)
+        if self.batch.is_empty() {
+            self.staging = !self.breaker.is_open() && self.appender.staged().is_some();
+        }
+        let before = self.batch.len();
+        while self.staging && self.batch.len() < BATCH {
+            let max = (self.batch.len() + RUN).min(BATCH);
+            if self
+                .drain
+                .take_batch(&self.shared.queue, &mut self.batch, max)
+                == 0
+            {
+                return self.batch.len() - before;
+            }
+            self.stage_taken();
+        }
+        if !self.staging {
+            // Not staged, or staging failed: the rest the usual way.
+            self.drain
+                .take_batch(&self.shared.queue, &mut self.batch, BATCH);
+        }
+        self.batch.len() - before
+    }
+
+    /// Hands the records taken since the last run to the appender to
+    /// stage. A failure ends the staged batch (`settle.rs` settles it);
+    /// so does a panic, taken to have written nothing of the batch, as a
+    /// panicking `append_batch` is: a record may be written twice, none is
+    /// counted as written unwritten.
+    fn stage_taken(&mut self) {
+        let from = self.staged;
+        self.staged = self.batch.len();
+        let run = &self.batch[from..];
+        let Some(staged) = self.appender.staged() else {
+            self.staging = false;
+            return;
+        };
+        let outcome =
+            catch_unwind(AssertUnwindSafe(|| staged.stage(run, from))).unwrap_or_else(|payload| {
+                Err(BatchError {
+                    written: 0,
+                    error: AppendError::panicked(payload.as_ref()),
+                })
+            });
+        if let Err(failure) = outcome {
+            self.staging = false;
+            self.stage_failure = Some(failure);
+        }
     }
 
     /// Waits up to [`LINGER`] for a small batch to grow to [`LINGER_BATCH`]
@@ -391,7 +453,7 @@ impl Worker {
     fn idle(&mut self) {
         self.let_go();
         self.report_drops();
-        self.drain.spares.trim();
+        self.drain.taker.spares.trim();
         if !self.dirty {
             return;
         }

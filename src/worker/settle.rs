@@ -43,6 +43,8 @@ impl Worker {
             let unsettled = Counters::get(&counters.taken).saturating_sub(settled);
             Counters::add(&counters.lost, unsettled);
             self.batch.clear();
+            self.staged = 0;
+            self.stage_failure = None;
             crate::report::stderr(format_args!(
                 "logbus: internal error in subscription {:?}; {unsettled} records lost",
                 self.shared.name
@@ -55,7 +57,7 @@ impl Worker {
         let shared = Arc::clone(&self.shared);
         let counters = &shared.counters;
         Counters::add(&counters.taken, batch.len() as u64);
-        let mut start = 0;
+        let mut start = self.settle_staged(&batch);
         while start < batch.len() {
             match self.breaker.verdict(Instant::now()) {
                 Verdict::Skip => {
@@ -126,7 +128,10 @@ impl Worker {
         // records a call). The newest `seq` was noted as they were taken.
         let mut batch = batch;
         let newest = self.drain.take_newest();
-        self.drain.spares.give_back(&mut batch, &mut self.hand_back);
+        self.drain
+            .taker
+            .spares
+            .give_back(&mut batch, &mut self.hand_back);
         self.advance_past_released(newest);
         self.batch = batch;
     }
@@ -134,7 +139,7 @@ impl Worker {
     /// Lets go of what the takes left of the last written batch, and moves
     /// the cursor past it.
     pub(super) fn let_go(&mut self) {
-        self.drain.spares.let_go(&mut self.hand_back);
+        self.drain.taker.spares.let_go(&mut self.hand_back);
         self.advance_past_released(None);
     }
 
@@ -144,6 +149,53 @@ impl Worker {
         let released = std::mem::replace(&mut self.released_cursor, newest.map(|seq| seq + 1));
         if let Some(to) = released {
             self.shared.advance(to);
+        }
+    }
+
+    /// Commits what the appender staged of `batch` (`Worker::take_batch`)
+    /// and settles it, as the outcome of an `append_batch` of those
+    /// records; returns how many of the batch's first records are settled.
+    fn settle_staged(&mut self, batch: &[Arc<Record>]) -> usize {
+        self.staging = false;
+        let staged = std::mem::take(&mut self.staged);
+        let failure = self.stage_failure.take();
+        if staged == 0 {
+            return 0;
+        }
+        let outcome = match failure {
+            Some(failure) => Err(failure),
+            None => match self.appender.staged() {
+                Some(appender) => catch_unwind(AssertUnwindSafe(|| appender.commit()))
+                    .unwrap_or_else(|payload| {
+                        Err(BatchError {
+                            written: 0,
+                            error: AppendError::panicked(payload.as_ref()),
+                        })
+                    }),
+                // It staged them: it cannot stop staging (a broken
+                // appender); none was written, as far as we know.
+                None => Err(BatchError {
+                    written: 0,
+                    error: AppendError::new(Operation::Other, "the staged batch went away"),
+                }),
+            },
+        };
+        let counters = &self.shared.counters;
+        match outcome {
+            Ok(()) => {
+                Counters::add(&counters.written, staged as u64);
+                self.breaker.success();
+                staged
+            }
+            Err(BatchError { written, error }) => {
+                let written = written.min(staged - 1);
+                Counters::add(&counters.written, written as u64);
+                if written > 0 {
+                    self.breaker.success();
+                }
+                self.retry(&batch[written], error);
+                written + 1
+            }
         }
     }
 

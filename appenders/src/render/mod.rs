@@ -1,8 +1,10 @@
 //! The render loop: the one place where a format and a destination meet.
 //!
 //! [`Pipeline::append`] renders each record of one `append`/`append_batch`
-//! call with the [`Format`], frames it as the [`Destination`] says, and
-//! buffers it in the call's [`Lines`]; the destination writes the buffer out
+//! call (or of one staged batch: [`Pipeline::stage`] a run at a time, then
+//! [`Pipeline::commit`]) with the [`Format`], frames it as the
+//! [`Destination`] says, and buffers it in the call's [`Lines`] (a staged
+//! batch is one call); the destination writes the buffer out
 //! when it reaches [`BUFFER_LIMIT`], when one of its hooks needs it (a stream
 //! switch, a rotation), and at the end of the call, so every record the call
 //! returns `Ok` for was handed to the OS (the [`Appender`](crate::Appender)
@@ -19,7 +21,7 @@ mod lines;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::appender::{AppendError, BatchError};
+use crate::appender::{AppendError, BatchError, Operation};
 use crate::destination::Destination;
 use crate::format::{Format, Style};
 use crate::record::Record;
@@ -42,8 +44,26 @@ macro_rules! appender_through_pipeline {
                 self.pipeline.append(records.iter().map(|r| &**r))
             }
 
+            fn staged(&mut self) -> Option<&mut dyn $crate::Staged> {
+                Some(self)
+            }
+
             fn flush(&mut self) -> Result<(), $crate::AppendError> {
                 self.pipeline.flush()
+            }
+        }
+
+        impl $crate::Staged for $name {
+            fn stage(
+                &mut self,
+                records: &[std::sync::Arc<$crate::Record>],
+                from: usize,
+            ) -> Result<(), $crate::BatchError> {
+                self.pipeline.stage(records.iter().map(|r| &**r), from)
+            }
+
+            fn commit(&mut self) -> Result<(), $crate::BatchError> {
+                self.pipeline.commit()
             }
         }
     };
@@ -57,6 +77,9 @@ pub(crate) struct Pipeline<F, D> {
     pub(crate) format: F,
     pub(crate) destination: D,
     lines: Lines,
+    /// How many records the batch being staged holds, if one is
+    /// ([`Pipeline::stage`]).
+    staged: Option<usize>,
 }
 
 impl<F: Format, D: Destination> Pipeline<F, D> {
@@ -65,45 +88,99 @@ impl<F: Format, D: Destination> Pipeline<F, D> {
             format,
             destination,
             lines: Lines::with_capacity(BUFFER_LIMIT),
+            staged: None,
         }
     }
 
     /// Writes `records`, in order, before returning; on error the records
     /// before [`BatchError::written`] were written and nothing of the others
-    /// is kept.
+    /// is kept. A batch being staged is discarded.
     pub(crate) fn append<'r>(
         &mut self,
         records: impl IntoIterator<Item = &'r Record>,
     ) -> Result<(), BatchError> {
+        self.staged = None;
+        self.start_call()?;
+        for (index, record) in records.into_iter().enumerate() {
+            self.add(index, record)?;
+        }
+        self.destination.write_out(&mut self.lines)
+    }
+
+    /// Adds `records` to the batch being staged, after the `from` records
+    /// staged in it before; `from` 0 begins a batch. On error the batch
+    /// is over, as an [`append`](Pipeline::append) call's would be.
+    pub(crate) fn stage<'r>(
+        &mut self,
+        records: impl IntoIterator<Item = &'r Record>,
+        from: usize,
+    ) -> Result<(), BatchError> {
+        match self.staged.take() {
+            _ if from == 0 => self.start_call()?,
+            Some(staged) if staged == from => {}
+            // Not the batch being staged: none of the records is written.
+            _ => {
+                return Err(BatchError {
+                    written: from,
+                    error: AppendError::new(Operation::Other, "no batch staged to add to"),
+                })
+            }
+        }
+        let mut index = from;
+        for record in records {
+            self.add(index, record)?;
+            index += 1;
+        }
+        self.staged = Some(index);
+        Ok(())
+    }
+
+    /// Writes what is left of the batch being staged, if one is.
+    pub(crate) fn commit(&mut self) -> Result<(), BatchError> {
+        if self.staged.take().is_none() {
+            return Ok(());
+        }
+        self.destination.write_out(&mut self.lines)
+    }
+
+    /// Starts a call (or a staged batch): an empty buffer, and the
+    /// destination's upkeep.
+    fn start_call(&mut self) -> Result<(), BatchError> {
+        self.lines.start_call(self.destination.framing());
+        self.destination
+            .start_call()
+            .map_err(|error| BatchError { written: 0, error })
+    }
+
+    /// Renders, frames and buffers the call's record number `index`,
+    /// writing the buffer out when it is full or a hook needs it. Inlined
+    /// into both loops: a call a record costs more than it saves.
+    #[inline(always)]
+    fn add(&mut self, index: usize, record: &Record) -> Result<(), BatchError> {
         let Pipeline {
             format,
             destination,
             lines,
+            ..
         } = self;
-        lines.start_call(destination.framing());
-        destination
-            .start_call()
-            .map_err(|error| BatchError { written: 0, error })?;
-        for (index, record) in records.into_iter().enumerate() {
-            let style = destination.before_record(record, lines)?;
-            let start = lines.begin();
-            if let Err(error) = render_guarded(format, record, style, lines.buf()) {
-                lines.abandon(start);
-                destination.write_out(lines)?;
-                debug_assert_eq!(lines.written(), index);
-                return Err(BatchError {
-                    written: index,
-                    error,
-                });
-            }
-            lines.frame(start);
-            destination.before_commit(lines)?;
-            lines.commit();
-            if lines.len() >= BUFFER_LIMIT {
-                destination.write_out(lines)?;
-            }
+        let style = destination.before_record(record, lines)?;
+        let start = lines.begin();
+        if let Err(error) = render_guarded(format, record, style, lines.buf()) {
+            lines.abandon(start);
+            destination.write_out(lines)?;
+            debug_assert_eq!(lines.written(), index);
+            return Err(BatchError {
+                written: index,
+                error,
+            });
         }
-        destination.write_out(lines)
+        lines.frame(start);
+        destination.before_commit(lines)?;
+        lines.commit();
+        if lines.len() >= BUFFER_LIMIT {
+            destination.write_out(lines)?;
+        }
+        Ok(())
     }
 
     /// Flushes the destination.
