@@ -183,6 +183,9 @@ enum Fault {
     Commit,
     /// The `stage` call that reaches the batch's record `at` panics.
     Panic { at: usize },
+    /// `Appender::staged` answers `None` once, at its `call`th call (the
+    /// contract asks it not to): the worker settles what was staged.
+    StopsStaging { call: usize },
 }
 
 /// An appender that stages records into a list, writes them (to
@@ -192,6 +195,8 @@ struct Scripted {
     written: Arc<Mutex<Vec<String>>>,
     fault: Option<Fault>,
     gate: Arc<Gate>,
+    /// Calls of `Appender::staged` so far.
+    asked: usize,
 }
 
 impl Appender for Scripted {
@@ -206,6 +211,13 @@ impl Appender for Scripted {
     }
 
     fn staged(&mut self) -> Option<&mut dyn Staged> {
+        self.asked += 1;
+        if let Some(Fault::StopsStaging { call }) = self.fault {
+            if call == self.asked {
+                self.fault = None;
+                return None;
+            }
+        }
         Some(self)
     }
 
@@ -274,6 +286,9 @@ fn a_worker_settles_a_failed_staged_batch_record_by_record() {
         Fault::Commit,
         Fault::Panic { at: 0 },
         Fault::Panic { at: 40 },
+        // The first batch asks three times (take, stage, commit); the
+        // second's second run is the sixth.
+        Fault::StopsStaging { call: 6 },
     ] {
         let written = Arc::new(Mutex::new(Vec::new()));
         let (gate, entered, release) = Gate::new();
@@ -282,6 +297,7 @@ fn a_worker_settles_a_failed_staged_batch_record_by_record() {
             written: Arc::clone(&written),
             fault: Some(fault),
             gate,
+            asked: 0,
         };
         let broker = common::broker();
         let handle = broker
@@ -295,10 +311,11 @@ fn a_worker_settles_a_failed_staged_batch_record_by_record() {
         let stats = handle.stats();
         let written = written.lock().unwrap().clone();
         let panicked = matches!(fault, Fault::Panic { .. });
+        let failed = !matches!(fault, Fault::StopsStaging { .. });
         assert_eq!(
             (stats.matched, stats.written, stats.retried, stats.panics),
-            (CALLS, CALLS, 1, u64::from(panicked)),
-            "{fault:?} came once, its record retried once: {stats:?}"
+            (CALLS, CALLS, u64::from(failed), u64::from(panicked)),
+            "{fault:?} came once, a failing record retried once: {stats:?}"
         );
         assert_eq!((stats.dead_lettered, stats.lost), (0, 0), "{stats:?}");
         // The panic here came before the batch wrote anything, so nothing

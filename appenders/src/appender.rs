@@ -119,6 +119,12 @@ pub trait Appender: Send + 'static {
     /// [`append_batch`](Appender::append_batch) with the whole batch. The
     /// default has none. Every appender of this crate that renders into a
     /// buffer (console, file, JSON, syslog) has one.
+    ///
+    /// # For implementors
+    ///
+    /// Give the same answer every time: the broker asks once a run, and
+    /// an appender that stops offering staging in the middle of a batch
+    /// has its staged records settled as far as it staged them.
     fn staged(&mut self) -> Option<&mut dyn Staged> {
         None
     }
@@ -174,7 +180,10 @@ impl<A: Appender + ?Sized> Appender for Box<A> {
 /// buffer is full), never after a failure, and keeps nothing of the
 /// failing record or those after it: the batch is over, and the broker
 /// retries the failing record with [`append`](Appender::append) and
-/// hands the records after it to later calls.
+/// hands the records after it to later calls. A call of `append` or
+/// `append_batch` while a batch is staged ends the batch too: what it had
+/// not written is discarded, unwritten. Like those calls, staging and
+/// committing happen on the broker's worker thread, never a caller's.
 ///
 /// # Examples
 ///
@@ -199,15 +208,18 @@ impl<A: Appender + ?Sized> Appender for Box<A> {
 /// ```
 pub trait Staged {
     /// Adds `records` to the batch, after the `from` records staged in it
-    /// before (`from` 0 begins a batch: what was staged and not committed
-    /// is discarded, unwritten).
+    /// before (`from` 0 begins a batch: what the one before had not
+    /// written is discarded, unwritten).
     ///
     /// # Errors
     ///
     /// A [`BatchError`] whose `written` counts the batch's records, from
     /// its first run: those written before the failing one, which is the
     /// record at that index. It may be a record of an earlier run, whose
-    /// write failed now. The batch is over: nothing of it is kept.
+    /// write failed now. The batch is over: nothing of it is kept. When
+    /// no batch of `from` records is being staged (it was ended), say so
+    /// with `written` 0: a record may then be written twice, but none is
+    /// counted written that was not.
     fn stage(&mut self, records: &[Arc<Record>], from: usize) -> Result<(), BatchError>;
 
     /// Writes what is left of the batch; `Ok` means every staged record

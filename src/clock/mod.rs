@@ -44,6 +44,15 @@ pub(crate) fn note_taken() {
     tsc::note_taken();
 }
 
+/// Forgets, on a worker's thread that has written what it took, the
+/// reading [`note_taken`] made: what the thread converts until its next
+/// take (a journal read from an appender, say) reads the counter again.
+#[inline]
+pub(crate) fn forget_taken() {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+    tsc::forget_taken();
+}
+
 /// Decides what records are stamped with, if that is not decided yet (a
 /// broker being built), so that no log call does.
 pub(crate) fn prepare() {

@@ -127,6 +127,18 @@ pub(super) fn note_taken() {
     let _ = TAKEN.try_with(|cell| cell.set(read_ticks()));
 }
 
+/// Forgets [`note_taken`]'s reading, once the thread wrote what it took.
+/// What it takes is converted with it; a tick it converts that it did not
+/// take (from a journal an appender reads) may have been stamped after
+/// it. Between a take and the worker going idle that can still happen,
+/// and such a tick stamped after the counter went back in that time would
+/// be converted as if stamped before the anchor: a narrower window than
+/// the per-record read had (from the record's stamp to its conversion),
+/// not none.
+pub(super) fn forget_taken() {
+    let _ = TAKEN.try_with(|cell| cell.set(0));
+}
+
 /// The stamp of a record built now.
 #[inline]
 pub(super) fn stamp() -> Stamp {
@@ -402,7 +414,8 @@ fn to_unix_nanos(ticks: u64) -> i64 {
         // the stamp at or past the anchor says it was stamped before:
         // `TAKEN`'s on a worker's thread, whose records were all stamped
         // before it took them (a worker converts the records it took, and
-        // copies of them), else one read now.
+        // copies of them; see `forget_taken` for the others), else one
+        // read now.
         let taken = TAKEN.try_with(Cell::get).unwrap_or(0);
         if anchor.converts(ticks) && in_order(ticks, anchor.ticks(), taken, read_ticks) {
             return anchor.unix_nanos_at(ticks);
@@ -651,7 +664,8 @@ mod tests {
 
     /// A worker's thread converts the records it took, stamped before
     /// its take, to between the wall-clock reads around their stamps,
-    /// with the reading of its take and across a new anchor.
+    /// with the reading of its take and across a new anchor; idle, it
+    /// forgets the reading.
     #[test]
     fn a_worker_converts_what_it_took_to_between_the_clock_reads_around_it() {
         prepare();
@@ -670,6 +684,9 @@ mod tests {
                     let time = from_unix_nanos(to_unix_nanos(ticks));
                     assert!(time + slack >= before && time <= after + slack);
                 }
+                // Idle: what it converts next reads the counter again.
+                forget_taken();
+                assert_eq!(TAKEN.with(Cell::get), 0);
             }
         })
         .join()

@@ -59,24 +59,27 @@ const TAKE_RUN: usize = 32;
 /// record or two at a time.
 pub(crate) struct Taker {
     pub(crate) spares: Spares,
-    run: Box<[Reading; TAKE_RUN]>,
+    run: Run,
 }
 
-// SAFETY: what keeps `Taker` from being `Send` is the raw pointers in its
+/// The buffer a run of slots is read into ([`Taker`]).
+struct Run(Box<[Reading; TAKE_RUN]>);
+
+// SAFETY: what keeps `Run` from being `Send` is the raw pointers in its
 // readings. A reading is written and read only inside one `take_below`
 // call, on the thread making it: what a pointer in it names is owned by
 // that call once its compare-and-swap succeeds, and the call turns it into
 // a record (`Reading::take`) before it returns. Between calls the readings
 // are dead bytes, overwritten before they are read again (`take_below`),
-// so moving a `Taker` to another thread moves no access to what they point
+// so moving a `Run` to another thread moves no access to what they point
 // to.
-unsafe impl Send for Taker {}
+unsafe impl Send for Run {}
 
 impl Default for Taker {
     fn default() -> Taker {
         Taker {
             spares: Spares::default(),
-            run: Box::new([Reading::EMPTY; TAKE_RUN]),
+            run: Run(Box::new([Reading::EMPTY; TAKE_RUN])),
         }
     }
 }
@@ -256,7 +259,10 @@ impl Lane {
         out: &mut Vec<Arc<Record>>,
         taker: &mut Taker,
     ) -> usize {
-        let Taker { spares, run } = taker;
+        let Taker {
+            spares,
+            run: Run(run),
+        } = taker;
         let mut taken = 0;
         while taken < max {
             let head = self.head.load(Ordering::Acquire);

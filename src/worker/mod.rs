@@ -368,12 +368,14 @@ impl Worker {
     /// counted as written unwritten.
     fn stage_taken(&mut self) {
         let from = self.staged;
-        self.staged = self.batch.len();
-        let run = &self.batch[from..];
         let Some(staged) = self.appender.staged() else {
+            // It stopped offering staging (`Appender::staged` says it must
+            // not): what it staged is settled, the rest goes the usual way.
             self.staging = false;
             return;
         };
+        self.staged = self.batch.len();
+        let run = &self.batch[from..];
         let outcome =
             catch_unwind(AssertUnwindSafe(|| staged.stage(run, from))).unwrap_or_else(|payload| {
                 Err(BatchError {
@@ -449,8 +451,10 @@ impl Worker {
     }
 
     /// The queue ran empty: let go of the written records, report drops,
-    /// then flush the appender.
+    /// then flush the appender. What the thread converts from now on was
+    /// not taken since its last take (`clock::forget_taken`).
     fn idle(&mut self) {
+        crate::clock::forget_taken();
         self.let_go();
         self.report_drops();
         self.drain.taker.spares.trim();

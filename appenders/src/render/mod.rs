@@ -118,11 +118,13 @@ impl<F: Format, D: Destination> Pipeline<F, D> {
         match self.staged.take() {
             _ if from == 0 => self.start_call()?,
             Some(staged) if staged == from => {}
-            // Not the batch being staged: none of the records is written.
+            // Not the batch being staged (it was discarded, or ended by a
+            // failure): which of its records were written before is not
+            // known here, so none is claimed (a repeat, not a loss).
             _ => {
                 return Err(BatchError {
-                    written: from,
-                    error: AppendError::new(Operation::Other, "no batch staged to add to"),
+                    written: 0,
+                    error: AppendError::new(Operation::Other, "no such batch staged"),
                 })
             }
         }
@@ -350,6 +352,79 @@ mod tests {
         let err = p.append(&records(&messages)).unwrap_err();
         assert_eq!(err.written, 2);
         assert_eq!(p.destination.out.writer.taken.len(), BUFFER_LIMIT + 10);
+    }
+
+    /// Runs staged and then committed come out as one call of all their
+    /// records would: framed, in order, written once at the commit.
+    #[test]
+    fn staged_runs_are_written_as_one_batch_at_the_commit() {
+        let mut p = pipeline(Framing::Newline, usize::MAX);
+        p.stage(&records(&["a", "b"]), 0).unwrap();
+        p.stage(&records(&["c"]), 2).unwrap();
+        assert_eq!(taken(&p), "", "nothing written before the commit");
+        p.commit().unwrap();
+        assert_eq!(taken(&p), "a\nb\nc\n");
+        assert_eq!(p.destination.hooks, 3);
+        p.commit().unwrap();
+        assert_eq!(
+            taken(&p),
+            "a\nb\nc\n",
+            "a second commit has nothing to write"
+        );
+    }
+
+    /// A failure in a later run counts the batch's records from its first
+    /// run, writes those before it, keeps nothing after it and ends the
+    /// batch; a run for a batch that is not being staged is refused, with
+    /// none of its batch claimed written.
+    #[test]
+    fn a_failure_while_staging_ends_the_batch() {
+        let mut p = pipeline(Framing::Newline, usize::MAX);
+        p.stage(&records(&["a", "b"]), 0).unwrap();
+        let err = p.stage(&records(&["c", "fail", "e"]), 2).unwrap_err();
+        assert_eq!((err.written, err.error.operation()), (3, Operation::Format));
+        assert_eq!(taken(&p), "a\nb\nc\n");
+        p.commit().unwrap();
+        assert_eq!(taken(&p), "a\nb\nc\n");
+        let err = p.stage(&records(&["e"]), 4).unwrap_err();
+        assert_eq!((err.written, err.error.operation()), (0, Operation::Other));
+        // A new batch, and a call, as usual.
+        p.stage(&records(&["e"]), 0).unwrap();
+        p.commit().unwrap();
+        assert_eq!(taken(&p), "a\nb\nc\ne\n");
+    }
+
+    /// A buffer that fills while staging is written then; a write that
+    /// fails there names the batch's records it took, an earlier run's
+    /// included, and ends the batch.
+    #[test]
+    fn a_write_failure_while_staging_counts_the_earlier_runs() {
+        let big = "x".repeat(BUFFER_LIMIT / 2);
+        let mut p = pipeline(Framing::Newline, BUFFER_LIMIT / 2 + 5);
+        p.stage(&records(&[&big]), 0).unwrap();
+        let err = p.stage(&records(&[&big, "c"]), 1).unwrap_err();
+        assert_eq!(err.written, 1);
+        assert_eq!(err.error.io_kind(), Some(io::ErrorKind::StorageFull));
+        p.destination.out.writer.budget = usize::MAX;
+        p.commit().unwrap();
+        assert_eq!(taken(&p).len(), BUFFER_LIMIT / 2 + 5, "the batch was over");
+    }
+
+    /// A call while a batch is staged ends the batch, what it had not
+    /// written unwritten; so does a new batch; a run after either is
+    /// refused.
+    #[test]
+    fn a_call_or_a_new_batch_discards_a_staged_batch() {
+        let mut p = pipeline(Framing::Newline, usize::MAX);
+        p.stage(&records(&["a", "b"]), 0).unwrap();
+        p.append(&records(&["c"])).unwrap();
+        let err = p.stage(&records(&["d"]), 2).unwrap_err();
+        assert_eq!(err.written, 0, "none of a discarded batch claimed written");
+        p.commit().unwrap();
+        p.stage(&records(&["e"]), 0).unwrap();
+        p.stage(&records(&["f"]), 0).unwrap();
+        p.commit().unwrap();
+        assert_eq!(taken(&p), "c\nf\n");
     }
 
     #[test]
