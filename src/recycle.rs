@@ -219,42 +219,58 @@ impl Pool {
 }
 
 /// A publisher's recycled records (one per thread and broker, in its route
-/// view).
+/// view), and what the journal released to it beyond them, on its way to
+/// the pool.
 #[derive(Default)]
-pub(crate) struct Stash(Vec<Recycled>);
+pub(crate) struct Stash {
+    records: Vec<Recycled>,
+    /// The journal's releases that found the stash full, sent to the pool
+    /// a batch at a time ([`Stash::keep`]); boxed, so that the caller's
+    /// route view stays small.
+    surplus: Option<Box<HandBack>>,
+}
 
 impl Stash {
     /// A record to rewrite: one from the stash, refilled from `pool` when
     /// empty (one channel operation per [`BATCH`] records).
     pub(crate) fn take(&mut self, pool: &Pool) -> Option<Recycled> {
-        if self.0.is_empty() {
+        if self.records.is_empty() {
             if let Ok((batch, bytes)) = pool.rx.try_recv() {
                 // Relaxed: a bound, no memory is published through it (the
                 // channel publishes the records).
                 pool.bytes.fetch_sub(bytes, Ordering::Relaxed);
-                self.0 = batch;
+                self.records = batch;
             }
         }
-        self.0.pop()
+        self.records.pop()
     }
 
     /// Takes back a record the overflow policy dropped (evicted or refused)
     /// for reuse, if the subscription that dropped it was the last one
     /// holding it: under a flood with a stalled appender every record ends
     /// this way, and freeing it made the next log call allocate.
-    /// Keeps a record the journal released, if no one else holds it.
-    pub(crate) fn keep(&mut self, record: Arc<Record>) {
-        if self.0.len() < STASH_CAP {
-            if let Ok(recycled) = Recycled::new(record) {
-                self.0.push(recycled);
-            }
+    /// Keeps a record the journal released, if no one else holds it; one
+    /// the stash has no room for goes to `pool` in a batch of [`BATCH`],
+    /// as a worker's do. A journal under `Retention::UntilWritten` releases
+    /// a worker's whole batch at once (up to 512 records), and freeing what
+    /// did not fit made the next calls allocate.
+    pub(crate) fn keep(&mut self, record: Arc<Record>, pool: &Pool) {
+        let Ok(recycled) = Recycled::new(record) else {
+            return;
+        };
+        if self.records.len() < STASH_CAP {
+            self.records.push(recycled);
+        } else {
+            self.surplus
+                .get_or_insert_with(|| Box::new(pool.hand_back()))
+                .keep(recycled);
         }
     }
 
     pub(crate) fn reclaim(&mut self, record: Arc<Record>) {
         if let Some(recycled) = Recycled::release(record, 1) {
-            if self.0.len() < STASH_CAP {
-                self.0.push(recycled);
+            if self.records.len() < STASH_CAP {
+                self.records.push(recycled);
             }
         }
     }
@@ -386,6 +402,11 @@ impl HandBack {
             spares.records.push(record);
             return;
         }
+        self.keep(record);
+    }
+
+    /// Keeps `record` in the batch, sent to the pool when it is full.
+    fn keep(&mut self, mut record: Recycled) {
         self.batch_bytes += record.held_bytes();
         self.batch.push(record);
         if self.batch.len() >= BATCH {
@@ -686,11 +707,32 @@ mod tests {
         );
         hand_back.release(record(), &mut Spares::with_cap(0));
         assert!(stash.take(&pool).is_some());
-        assert_eq!(stash.0.len(), BATCH - 1);
+        assert_eq!(stash.records.len(), BATCH - 1);
         // A publisher keeps what its own policy dropped, up to its cap.
         for _ in 0..3 * BATCH {
             stash.reclaim(record());
         }
-        assert_eq!(stash.0.len(), STASH_CAP);
+        assert_eq!(stash.records.len(), STASH_CAP);
+    }
+
+    /// What the journal releases beyond the stash's room goes to the pool
+    /// in batches, for the next takes (of this publisher or another);
+    /// a record someone else holds is neither kept nor sent.
+    #[test]
+    fn the_journal_s_releases_beyond_the_stash_go_to_the_pool() {
+        let pool = Pool::new();
+        let mut stash = Stash::default();
+        for _ in 0..STASH_CAP + BATCH + 5 {
+            stash.keep(record(), &pool);
+        }
+        let held = record();
+        let other = Arc::clone(&held);
+        stash.keep(held, &pool);
+        assert_eq!(stash.records.len(), STASH_CAP);
+        assert_eq!(stash.surplus.as_ref().map(|s| s.batch.len()), Some(5));
+        assert_eq!(Arc::strong_count(&other), 1, "not kept");
+        let mut other_publisher = Stash::default();
+        let taken = std::iter::from_fn(|| other_publisher.take(&pool)).count();
+        assert_eq!(taken, BATCH, "one batch went to the pool");
     }
 }

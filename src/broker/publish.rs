@@ -144,7 +144,7 @@ impl BrokerShared {
         if let Some(mut ring) = ring {
             ring.append(Arc::clone(&record), floor, |released| {
                 if let Some(stash) = stash.as_deref_mut() {
-                    stash.keep(released);
+                    stash.keep(released, &self.pool);
                 }
             });
         }
