@@ -122,9 +122,12 @@ pub trait Appender: Send + 'static {
     ///
     /// # For implementors
     ///
-    /// Give the same answer every time: the broker asks once a run, and
-    /// an appender that stops offering staging in the middle of a batch
-    /// has its staged records settled as far as it staged them.
+    /// Give the same answer every time: the broker asks when a batch
+    /// begins, for each run and at the commit. An appender that stops
+    /// offering staging in the middle of a batch has what it staged
+    /// settled as far as it can be: as written, if it offers the batch
+    /// again for the commit, else as a failure of the batch's first
+    /// record (so what it wrote while staging is written again).
     fn staged(&mut self) -> Option<&mut dyn Staged> {
         None
     }
@@ -223,7 +226,10 @@ pub trait Staged {
     fn stage(&mut self, records: &[Arc<Record>], from: usize) -> Result<(), BatchError>;
 
     /// Writes what is left of the batch; `Ok` means every staged record
-    /// was written. With no batch staged, does nothing.
+    /// was written. With no batch staged (none begun, or one ended by a
+    /// failure or by `append`/`append_batch`), does nothing and returns
+    /// `Ok`: the broker commits only a batch its last `stage` added to
+    /// without an error.
     ///
     /// # Errors
     ///
