@@ -8,7 +8,8 @@
 //! - [`Recycled`]: a record proved unique, the only thing that moves around;
 //! - [`Pool`]: the broker's bounded channel of batches of them;
 //! - [`Stash`]: a publisher's few, refilled from the pool a batch at a time,
-//!   and fed with the records its own overflow policy dropped;
+//!   and fed with the records its own overflow policy dropped and those
+//!   the journal released (what it has no room for goes to the pool);
 //! - [`HandBack`]: a worker's batch in the making, sent to the pool when
 //!   full;
 //! - [`Spares`]: a worker's own, for the records it rebuilds from lane
