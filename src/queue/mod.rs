@@ -70,7 +70,7 @@ use std::time::{Duration, Instant};
 
 use logbus_appenders::Record;
 
-pub(crate) use self::drain::Drain;
+pub(crate) use self::drain::{Barrier, Drain};
 pub(crate) use self::gate::{fence as gate_fence, SharedPass};
 pub(crate) use self::lane::LaneProducer;
 pub(crate) use self::slot::{Item, INLINE_TEXT};

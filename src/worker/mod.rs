@@ -18,7 +18,7 @@ use logbus_appenders::{AppendError, Appender, BatchError, Operation, Record};
 pub(crate) use self::settle::DeadLetters;
 
 use crate::error::SubscribeError;
-use crate::queue::{Drain, Queue, Work};
+use crate::queue::{Barrier, Drain, Queue, Work};
 use crate::recycle::{HandBack, Pool};
 use crate::retry::{Breaker, RetryPolicy};
 use crate::stats::Counters;
@@ -334,29 +334,35 @@ impl Worker {
     }
 
     /// Takes up to a batch of queued records; returns how many were added.
-    /// An appender that stages its batches gets them a run at a time, as
-    /// they are taken, while its breaker is closed (a probe or a skip
-    /// takes its records one at a time, `settle.rs`).
     fn take_batch(&mut self) -> usize {
+        self.take(None)
+    }
+
+    /// Takes up to a batch of queued records, towards `barrier` if given
+    /// (a flush's: 0 once it is reached); returns how many were added. An
+    /// appender that stages its batches gets them a run at a time, as they
+    /// are taken, while its breaker is closed (a probe or a skip takes its
+    /// records one at a time, `settle.rs`).
+    fn take(&mut self, barrier: Option<&Barrier>) -> usize {
         if self.batch.is_empty() {
             self.staging = !self.breaker.is_open() && self.appender.staged().is_some();
         }
         let before = self.batch.len();
+        let take =
+            |drain: &mut Drain, queue: &Queue, batch: &mut Vec<Arc<Record>>, max| match barrier {
+                Some(barrier) => drain.take_towards(barrier, queue, batch, max),
+                None => drain.take_batch(queue, batch, max),
+            };
         while self.staging && self.batch.len() < BATCH {
             let max = (self.batch.len() + RUN).min(BATCH);
-            if self
-                .drain
-                .take_batch(&self.shared.queue, &mut self.batch, max)
-                == 0
-            {
+            if take(&mut self.drain, &self.shared.queue, &mut self.batch, max) == 0 {
                 return self.batch.len() - before;
             }
             self.stage_taken();
         }
         if !self.staging {
             // Not staged, or staging failed: the rest the usual way.
-            self.drain
-                .take_batch(&self.shared.queue, &mut self.batch, BATCH);
+            take(&mut self.drain, &self.shared.queue, &mut self.batch, BATCH);
         }
         self.batch.len() - before
     }
@@ -441,11 +447,7 @@ impl Worker {
         let shared = Arc::clone(&self.shared);
         shared.queue.front.wait_released();
         let barrier = self.drain.barrier(&shared.queue);
-        while self
-            .drain
-            .take_towards(&barrier, &shared.queue, &mut self.batch, BATCH)
-            > 0
-        {
+        while self.take(Some(&barrier)) > 0 {
             self.write_batch();
         }
     }
@@ -485,6 +487,69 @@ mod tests {
     use super::*;
     use crate::queue::test_record;
     use crate::subscription::Subscription;
+
+    /// Stages records in a list and counts its calls; writes them (to
+    /// `written`) at the commit.
+    #[derive(Default)]
+    struct Stages {
+        staged: Vec<u64>,
+        written: Arc<Mutex<Vec<u64>>>,
+        runs: Arc<AtomicU64>,
+    }
+
+    impl Appender for Stages {
+        fn append(&mut self, record: &Record) -> Result<(), AppendError> {
+            lock(&self.written).push(record.seq());
+            Ok(())
+        }
+
+        fn staged(&mut self) -> Option<&mut dyn logbus_appenders::Staged> {
+            Some(self)
+        }
+
+        fn flush(&mut self) -> Result<(), AppendError> {
+            Ok(())
+        }
+    }
+
+    impl logbus_appenders::Staged for Stages {
+        fn stage(&mut self, records: &[Arc<Record>], from: usize) -> Result<(), BatchError> {
+            assert_eq!(self.staged.len(), from);
+            self.runs.fetch_add(1, Ordering::Relaxed);
+            self.staged.extend(records.iter().map(|r| r.seq()));
+            Ok(())
+        }
+
+        fn commit(&mut self) -> Result<(), BatchError> {
+            lock(&self.written).append(&mut self.staged);
+            Ok(())
+        }
+    }
+
+    /// A flush's barrier takes what was queued before it in staged runs
+    /// too, and writes all of it before the flush is answered.
+    #[test]
+    fn a_flush_stages_what_it_takes_in_runs() {
+        let seq = Arc::new(CacheLine(AtomicU64::new(0)));
+        let appender = Stages::default();
+        let (written, runs) = (Arc::clone(&appender.written), Arc::clone(&appender.runs));
+        let builder = Subscription::builder("s", appender).capacity(4096);
+        let (mut worker, _done) =
+            Worker::new(builder, DeadLetters::IsDeadLetter, &Pool::new(), seq);
+        for seq in 0..1_000 {
+            worker.shared.push_shared(test_record(seq)).unwrap();
+        }
+        worker.flush_barrier();
+        assert_eq!(*lock(&written), (0..1_000).collect::<Vec<_>>());
+        // Batches of 512 in runs of 32: 16 and then 16 (the second batch's
+        // 488 records in 15 runs and its last 8 in one).
+        assert_eq!(runs.load(Ordering::Relaxed), 32);
+        let stats = worker.shared.stats();
+        assert_eq!(
+            (stats.matched, stats.written, stats.in_queue),
+            (1_000, 1_000, 0)
+        );
+    }
 
     /// A written batch stays with the worker until it is let go of, when
     /// the worker goes idle or writes the next batch; only then does the
