@@ -348,21 +348,21 @@ impl Worker {
             self.staging = !self.breaker.is_open() && self.appender.staged().is_some();
         }
         let before = self.batch.len();
-        let take =
+        let take_into =
             |drain: &mut Drain, queue: &Queue, batch: &mut Vec<Arc<Record>>, max| match barrier {
                 Some(barrier) => drain.take_towards(barrier, queue, batch, max),
                 None => drain.take_batch(queue, batch, max),
             };
         while self.staging && self.batch.len() < BATCH {
             let max = (self.batch.len() + RUN).min(BATCH);
-            if take(&mut self.drain, &self.shared.queue, &mut self.batch, max) == 0 {
+            if take_into(&mut self.drain, &self.shared.queue, &mut self.batch, max) == 0 {
                 return self.batch.len() - before;
             }
             self.stage_taken();
         }
         if !self.staging {
             // Not staged, or staging failed: the rest the usual way.
-            take(&mut self.drain, &self.shared.queue, &mut self.batch, BATCH);
+            take_into(&mut self.drain, &self.shared.queue, &mut self.batch, BATCH);
         }
         self.batch.len() - before
     }
@@ -541,8 +541,8 @@ mod tests {
         }
         worker.flush_barrier();
         assert_eq!(*lock(&written), (0..1_000).collect::<Vec<_>>());
-        // Batches of 512 in runs of 32: 16 and then 16 (the second batch's
-        // 488 records in 15 runs and its last 8 in one).
+        // Batches of 512 in runs of 32: 16, then 16 again (480 of the
+        // second batch's 488 in 15 runs, the last 8 in one).
         assert_eq!(runs.load(Ordering::Relaxed), 32);
         let stats = worker.shared.stats();
         assert_eq!(
