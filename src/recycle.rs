@@ -236,6 +236,16 @@ impl Stash {
     /// empty (one channel operation per [`BATCH`] records).
     pub(crate) fn take(&mut self, pool: &Pool) -> Option<Recycled> {
         if self.records.is_empty() {
+            // The journal's surplus not yet sent first: a batch it has not
+            // filled would otherwise wait for the next release, while the
+            // calls in between allocate.
+            if let Some(surplus) = self.surplus.as_deref_mut() {
+                if !surplus.batch.is_empty() {
+                    std::mem::swap(&mut self.records, &mut surplus.batch);
+                    surplus.batch_bytes = 0;
+                    return self.records.pop();
+                }
+            }
             if let Ok((batch, bytes)) = pool.rx.try_recv() {
                 // Relaxed: a bound, no memory is published through it (the
                 // channel publishes the records).
@@ -735,5 +745,9 @@ mod tests {
         let mut other_publisher = Stash::default();
         let taken = std::iter::from_fn(|| other_publisher.take(&pool)).count();
         assert_eq!(taken, BATCH, "one batch went to the pool");
+        // Its own stash runs dry: the surplus not sent comes first.
+        let own = std::iter::from_fn(|| stash.take(&pool)).count();
+        assert_eq!(own, STASH_CAP + 5);
+        assert_eq!(stash.surplus.as_ref().map(|s| s.batch_bytes), Some(0));
     }
 }
