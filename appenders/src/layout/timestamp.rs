@@ -108,6 +108,8 @@ pub(crate) struct Timestamp {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TimestampCache {
     second: Option<i64>,
+    /// `second` in nanoseconds from the epoch, if an `i64` holds it.
+    start: Option<i64>,
     texts: Vec<String>,
     /// When every sub-second part is a [`Part::Fraction`] (the default
     /// formats): the whole timestamp of this second with each fraction's
@@ -121,6 +123,66 @@ struct Template {
     text: Vec<u8>,
     /// Where each fraction's digits start in `text`, and how many.
     holes: Vec<(usize, usize)>,
+    /// The same, when the text is at most [`SHORT`] bytes and has one hole
+    /// (the default formats): a record's copy then has a constant length.
+    short: Option<Short>,
+}
+
+/// The longest template text copied with a constant length ([`Short`]).
+const SHORT: usize = 40;
+
+/// A [`Template`] of at most [`SHORT`] bytes with one hole, padded to
+/// [`SHORT`] bytes: a record's timestamp is one copy of constant length
+/// (inline stores, no `memcpy` call), cut back to `len`, and the digits.
+#[derive(Debug, Clone)]
+struct Short {
+    text: [u8; SHORT],
+    len: usize,
+    at: usize,
+    digits: usize,
+}
+
+impl Short {
+    fn of(template: &Template) -> Option<Short> {
+        let [(at, digits)] = *template.holes.as_slice() else {
+            return None;
+        };
+        let mut text = [0; SHORT];
+        text.get_mut(..template.text.len())?
+            .copy_from_slice(&template.text);
+        Some(Short {
+            text,
+            len: template.text.len(),
+            at,
+            digits,
+        })
+    }
+
+    /// Appends the text with `nanos`'s digits in the hole.
+    #[inline]
+    fn render(&self, nanos: u32, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&self.text);
+        out.truncate(start + self.len);
+        let hole = &mut out[start + self.at..start + self.at + self.digits];
+        // The common widths with a constant length, so that the digit loop
+        // is unrolled.
+        match self.digits {
+            3 => write_fixed::<3>(hole, in_units(nanos, 3)),
+            6 => write_fixed::<6>(hole, in_units(nanos, 6)),
+            9 => write_fixed::<9>(hole, nanos),
+            digits => write_digits(hole, in_units(nanos, digits)),
+        }
+    }
+}
+
+/// [`write_digits`] into `out` of `N` bytes (it always is, from
+/// [`Short::render`]), with a constant length.
+#[inline]
+fn write_fixed<const N: usize>(out: &mut [u8], value: u32) {
+    if let Ok(digits) = <&mut [u8; N]>::try_from(out) {
+        write_digits(digits, value);
+    }
 }
 
 /// Whether the output of `item` can change within one second.
@@ -196,6 +258,7 @@ impl Timestamp {
             parts,
             cache: TimestampCache {
                 second: None,
+                start: None,
                 texts: vec![String::new(); texts],
                 template: None,
             },
@@ -239,6 +302,7 @@ impl Timestamp {
                 Part::SubSecond(_) => return None,
             }
         }
+        template.short = Short::of(&template);
         Some(template)
     }
 
@@ -273,6 +337,16 @@ impl Timestamp {
     /// Appends the time `nanos` (signed nanoseconds since the Unix epoch)
     /// to `out`.
     pub(crate) fn render_nanos(&mut self, nanos: i64, out: &mut Vec<u8>) {
+        // Within the cached second (the usual case): no division.
+        if let (Some(start), Some(template)) = (self.cache.start, &self.cache.template) {
+            // Not a wrapping difference: from the last second an `i64`
+            // holds, the first one's times are a few wraps "within".
+            let into = nanos.checked_sub(start).and_then(|d| u32::try_from(d).ok());
+            if let (Some(into @ 0..=999_999_999), Some(short)) = (into, &template.short) {
+                short.render(into, out);
+                return;
+            }
+        }
         let second = nanos.div_euclid(1_000_000_000);
         // Below 10^9, so the cast cannot truncate.
         let nanos = nanos.rem_euclid(1_000_000_000) as u32;
@@ -292,6 +366,10 @@ impl Timestamp {
             self.refresh(second, nanos)?;
         }
         if let Some(template) = &self.cache.template {
+            if let Some(short) = &template.short {
+                short.render(nanos, out);
+                return Ok(());
+            }
             let start = out.len();
             out.extend_from_slice(&template.text);
             for &(at, digits) in &template.holes {
@@ -309,6 +387,7 @@ impl Timestamp {
     #[inline(never)]
     fn refresh(&mut self, second: i64, nanos: u32) -> std::fmt::Result {
         self.cache.second = None;
+        self.cache.start = None;
         let time = DateTime::<Utc>::from_timestamp(second, nanos).unwrap_or_default();
         let zoned = self.with_zone(time);
         for part in &self.parts {
@@ -320,6 +399,7 @@ impl Timestamp {
         }
         self.cache.template = self.template();
         self.cache.second = Some(second);
+        self.cache.start = second.checked_mul(1_000_000_000);
         Ok(())
     }
 
@@ -348,6 +428,7 @@ impl Timestamp {
 
 /// Writes the last `out.len()` decimal digits of `value` into `out`,
 /// zero-padded; two digits per division.
+#[inline]
 fn write_digits(out: &mut [u8], mut value: u32) {
     const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
         2021222324252627282930313233343536373839\
@@ -459,6 +540,77 @@ mod tests {
         );
         check("%a %b %e %p %z", t, "Sun Nov 29 PM +0000");
         check("%H:%M:%S%.6f", at(0, 5_000), "00:00:00.000005");
+        // Templates copied with a constant length ([`Short`]), and the
+        // ones that are not: over [`SHORT`] bytes, or two holes.
+        check("%.6f", t, ".941824");
+        check(
+            "%Y-%m-%dT%H:%M:%S%.9f+00:00 (UTC)",
+            t,
+            "2026-11-29T20:25:23.941824123+00:00 (UTC)",
+        );
+        check(
+            "%A %d %B %Y, %H:%M:%S%.3f, the UTC day",
+            t,
+            "Sunday 29 November 2026, 20:25:23.941, the UTC day",
+        );
+        check("%H:%M:%S%.3f/%.6f", t, "20:25:23.941/.941824");
+    }
+
+    #[test]
+    fn nanoseconds_render_as_the_time_they_stand_for_in_and_out_of_the_cached_second() {
+        // In turn on one timestamp, so that each is rendered with the cache
+        // the one before left: within its second, the next one, the one
+        // before, before the epoch, and the ends of what `i64` holds.
+        let times = [
+            1_795_983_923_941_824_123,
+            1_795_983_923_000_000_000,
+            1_795_983_923_999_999_999,
+            1_795_983_924_000_000_000,
+            1_795_983_922_999_999_999,
+            0,
+            -1,
+            -999_999_999,
+            -1_000_000_000,
+            -1_000_000_001,
+            i64::MAX,
+            i64::MIN + 1,
+            1_795_983_923_500_000_000,
+        ];
+        for format in [
+            DEFAULT_UTC_FORMAT,
+            "%H:%M:%S%.3f",
+            "%s.%f",
+            "%H:%M:%S%.3f/%.6f",
+        ] {
+            let mut ts = Timestamp::new(Zone::Utc, format).unwrap();
+            for nanos in times {
+                let mut out = Vec::new();
+                ts.render_nanos(nanos, &mut out);
+                let mut expected = Vec::new();
+                let time = crate::__private_api::from_unix_nanos(nanos);
+                Timestamp::new(Zone::Utc, format)
+                    .unwrap()
+                    .render(time, &mut expected);
+                assert_eq!(
+                    String::from_utf8_lossy(&out),
+                    String::from_utf8_lossy(&expected),
+                    "{format:?} at {nanos}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn short_templates_are_the_ones_of_one_hole_and_a_few_bytes() {
+        let short = |format: &str| {
+            let mut ts = Timestamp::new(Zone::Utc, format).expect("format");
+            ts.render(at(1_795_983_923, 941_824_123), &mut Vec::new());
+            ts.cache.template.expect("a template").short.is_some()
+        };
+        assert!(short(DEFAULT_UTC_FORMAT));
+        assert!(short("%.3f"));
+        assert!(!short("%A %d %B %Y, %H:%M:%S%.3f, the UTC day"));
+        assert!(!short("%H:%M:%S%.3f/%.6f"));
     }
 
     #[test]
