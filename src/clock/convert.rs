@@ -255,6 +255,10 @@ impl Anchor {
     /// i64::MAX`, 1677 to 2262), with no `SystemTime` arithmetic (what the
     /// worker converts every record with): non-decreasing in `ticks`.
     pub(crate) fn unix_nanos_at(&self, ticks: u64) -> i64 {
+        // The worker's case: the same clamp, in 64 bits.
+        if let Some(from) = self.nanos_within(ticks) {
+            return self.wall_nanos.saturating_add(from).max(i64::MIN + 1);
+        }
         // Saturating: the floating-point distance can be any `i128`.
         let nanos = i128::from(self.wall_nanos).saturating_add(self.nanos_from_anchor(ticks));
         i64::try_from(nanos)
@@ -264,21 +268,35 @@ impl Anchor {
 
     /// Nanoseconds from the anchor's reading to `ticks`.
     fn nanos_from_anchor(&self, ticks: u64) -> i128 {
-        let delta = i128::from(ticks) - i128::from(self.ticks);
-        // The worker's case, per record: a counter above 1 GHz (a rate
-        // under 2^64) and a distance under 2^63 ticks. The product of two
-        // 64-bit factors is then at most 2^127 - 2^63 in size, and adding
-        // 2^63 stays below 2^127: no checked 128-bit multiply (about 50
-        // instructions a record, `SIDE=worker benches/peers/callgrind.sh`).
-        // The same arithmetic as `nanos_checked`, which the tests compare.
-        if let (Ok(delta), Ok(rate)) = (i64::try_from(delta), u64::try_from(self.rate)) {
-            return (i128::from(delta) * i128::from(rate) + (1 << 63)) >> 64;
+        match self.nanos_within(ticks) {
+            Some(nanos) => i128::from(nanos),
+            None => self.nanos_checked(i128::from(ticks) - i128::from(self.ticks)),
         }
-        self.nanos_checked(delta)
+    }
+
+    /// [`nanos_from_anchor`](Anchor::nanos_from_anchor) in the worker's
+    /// case, per record: a counter above 1 GHz (a rate under 2^64) and a
+    /// distance under 2^63 ticks; `None` otherwise. The product of two
+    /// 64-bit factors is then at most 2^127 - 2^63 in size, and adding
+    /// 2^63 stays below 2^127: no checked 128-bit multiply (about 50
+    /// instructions a record, `SIDE=worker benches/peers/callgrind.sh`).
+    /// The quotient fits an `i64`: from `(2^63 - 1)(2^64 - 1) + 2^63`, below
+    /// 2^127, it is at most 2^63 - 1, and from `-2^63 (2^64 - 1) + 2^63`,
+    /// `-2^127 + 2^64`, at least `-2^63 + 1`. The same arithmetic as
+    /// `nanos_checked`, which the tests compare.
+    #[inline]
+    fn nanos_within(&self, ticks: u64) -> Option<i64> {
+        let delta = i64::try_from(i128::from(ticks) - i128::from(self.ticks)).ok()?;
+        let rate = u64::try_from(self.rate).ok()?;
+        // In `i64` range (above), so the cast cannot truncate.
+        Some(((i128::from(delta) * i128::from(rate) + (1 << 63)) >> 64) as i64)
     }
 
     /// [`nanos_from_anchor`](Anchor::nanos_from_anchor) for any distance
-    /// and rate.
+    /// and rate. Out of line: inlined, its registers made the worker's
+    /// per-record conversion save and restore six more.
+    #[cold]
+    #[inline(never)]
     fn nanos_checked(&self, delta: i128) -> i128 {
         // Rounded to the nearest nanosecond, the same way either side of
         // the anchor (`>> 64` rounds a negative product down too), so the
