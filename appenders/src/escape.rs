@@ -111,6 +111,7 @@ pub(crate) fn has_unusual(bytes: &[u8]) -> bool {
 /// describe.
 ///
 /// Text without anything to escape is copied in one `extend_from_slice`.
+#[inline]
 pub(crate) fn escape_into(text: &str, out: &mut Vec<u8>, mode: MultilineMode) {
     let bytes = text.as_bytes();
     // Fast path: printable ASCII needs no escaping; most messages take it.
@@ -118,6 +119,13 @@ pub(crate) fn escape_into(text: &str, out: &mut Vec<u8>, mode: MultilineMode) {
         out.extend_from_slice(bytes);
         return;
     }
+    escape_slowly(bytes, out, mode);
+}
+
+/// [`escape_into`] for text with a byte that is not printable ASCII: out
+/// of line, so that the fast path saves no registers for it.
+#[inline(never)]
+fn escape_slowly(bytes: &[u8], out: &mut Vec<u8>, mode: MultilineMode) {
     let mut run_start = 0;
     let mut i = 0;
     while i < bytes.len() {
