@@ -553,7 +553,7 @@ impl DeferredParts<'_> {
 /// describe, copying the message into its buffer: what [`recycle`] and
 /// the setters do, in one pass (a worker does it for every record that
 /// travelled as parts).
-#[inline]
+#[inline(always)]
 pub fn set_parts(record: &mut Record, parts: &Parts<'_>) {
     record.deferred.clear();
     // A deferred message: an empty literal, then the template and arguments
