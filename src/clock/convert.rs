@@ -260,13 +260,16 @@ impl Anchor {
             return self.wall_nanos.saturating_add(from).max(i64::MIN + 1);
         }
         // Saturating: the floating-point distance can be any `i128`.
-        let nanos = i128::from(self.wall_nanos).saturating_add(self.nanos_from_anchor(ticks));
+        let delta = i128::from(ticks) - i128::from(self.ticks);
+        let nanos = i128::from(self.wall_nanos).saturating_add(self.nanos_checked(delta));
         i64::try_from(nanos)
             .unwrap_or(if nanos < 0 { i64::MIN } else { i64::MAX })
             .max(i64::MIN + 1)
     }
 
-    /// Nanoseconds from the anchor's reading to `ticks`.
+    /// Nanoseconds from the anchor's reading to `ticks`, by whichever of
+    /// the two ways `unix_nanos_at` takes (what the tests compare).
+    #[cfg(test)]
     fn nanos_from_anchor(&self, ticks: u64) -> i128 {
         match self.nanos_within(ticks) {
             Some(nanos) => i128::from(nanos),
@@ -274,7 +277,7 @@ impl Anchor {
         }
     }
 
-    /// [`nanos_from_anchor`](Anchor::nanos_from_anchor) in the worker's
+    /// `nanos_from_anchor` in the worker's
     /// case, per record: a counter above 1 GHz (a rate under 2^64) and a
     /// distance under 2^63 ticks; `None` otherwise. The product of two
     /// 64-bit factors is then at most 2^127 - 2^63 in size, and adding
@@ -292,7 +295,7 @@ impl Anchor {
         Some(((i128::from(delta) * i128::from(rate) + (1 << 63)) >> 64) as i64)
     }
 
-    /// [`nanos_from_anchor`](Anchor::nanos_from_anchor) for any distance
+    /// `nanos_from_anchor` for any distance
     /// and rate. Out of line: inlined, its registers made the worker's
     /// per-record conversion save and restore six more.
     #[cold]

@@ -123,8 +123,9 @@ struct Template {
     text: Vec<u8>,
     /// Where each fraction's digits start in `text`, and how many.
     holes: Vec<(usize, usize)>,
-    /// The same, when the text is at most [`SHORT`] bytes and has one hole
-    /// (the default formats): a record's copy then has a constant length.
+    /// The template again as a [`Short`], when its text is at most
+    /// [`SHORT`] bytes and has one hole (the default formats): a record's
+    /// copy then has a constant length.
     short: Option<Short>,
 }
 
@@ -180,6 +181,7 @@ impl Short {
 /// [`Short::render`]), with a constant length.
 #[inline]
 fn write_fixed<const N: usize>(out: &mut [u8], value: u32) {
+    debug_assert_eq!(out.len(), N, "a hole of {N} digits");
     if let Ok(digits) = <&mut [u8; N]>::try_from(out) {
         write_digits(digits, value);
     }
@@ -586,14 +588,13 @@ mod tests {
             for nanos in times {
                 let mut out = Vec::new();
                 ts.render_nanos(nanos, &mut out);
-                let mut expected = Vec::new();
-                let time = crate::__private_api::from_unix_nanos(nanos);
-                Timestamp::new(Zone::Utc, format)
-                    .unwrap()
-                    .render(time, &mut expected);
+                // chrono's own rendering, not this module's.
+                let expected = DateTime::<Utc>::from_timestamp_nanos(nanos)
+                    .format(format)
+                    .to_string();
                 assert_eq!(
                     String::from_utf8_lossy(&out),
-                    String::from_utf8_lossy(&expected),
+                    expected,
                     "{format:?} at {nanos}"
                 );
             }
@@ -609,6 +610,9 @@ mod tests {
         };
         assert!(short(DEFAULT_UTC_FORMAT));
         assert!(short("%.3f"));
+        // 40 bytes exactly, and one more.
+        assert!(short("%Y-%m-%dT%H:%M:%S%.9f+00:00 (UTC"));
+        assert!(!short("%Y-%m-%dT%H:%M:%S%.9f+00:00 (UTC)"));
         assert!(!short("%A %d %B %Y, %H:%M:%S%.3f, the UTC day"));
         assert!(!short("%H:%M:%S%.3f/%.6f"));
     }
