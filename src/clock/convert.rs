@@ -277,7 +277,7 @@ impl Anchor {
         }
     }
 
-    /// `nanos_from_anchor` in the worker's
+    /// Nanoseconds from the anchor's reading to `ticks` in the worker's
     /// case, per record: a counter above 1 GHz (a rate under 2^64) and a
     /// distance under 2^63 ticks; `None` otherwise. The product of two
     /// 64-bit factors is then at most 2^127 - 2^63 in size, and adding
@@ -295,9 +295,9 @@ impl Anchor {
         Some(((i128::from(delta) * i128::from(rate) + (1 << 63)) >> 64) as i64)
     }
 
-    /// `nanos_from_anchor` for any distance
-    /// and rate. Out of line: inlined, its registers made the worker's
-    /// per-record conversion save and restore six more.
+    /// Nanoseconds from the anchor's reading to a tick `delta` ticks from
+    /// it, for any distance and rate. Out of line: inlined, its registers
+    /// made the worker's per-record conversion save and restore six more.
     #[cold]
     #[inline(never)]
     fn nanos_checked(&self, delta: i128) -> i128 {
