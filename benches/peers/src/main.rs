@@ -67,6 +67,14 @@ const LOGGERS: &[&str] = &[
     "flexi_logger-async",
     "log4rs",
     "fern",
+    "ladder-ring",
+    "ladder-stack",
+    "ladder-slot",
+    "ladder-seq",
+    "ladder-route",
+    "ladder-gate",
+    "ladder-light",
+    "ladder-log",
 ];
 
 struct Args {
@@ -193,6 +201,7 @@ impl std::fmt::Display for Ts {
 
 #[path = "../../../tests/common/counting.rs"]
 mod counting;
+mod ladder;
 
 #[global_allocator]
 static ALLOCATOR: counting::Counting = counting::Counting;
@@ -763,6 +772,8 @@ fn main() {
         "flexi_logger-async" => flexi(&args),
         "log4rs" => log4rs(&args),
         "fern" => fern(&args),
+        // The caller's ladder (`ladder.rs`): no peer, no logbus.
+        name if name.starts_with("ladder-") => ladder::run(&args, name),
         _ => unreachable!(),
     };
     let rss_kb = vm_hwm_kb();
