@@ -320,3 +320,41 @@ fn a_worker_settles_a_failed_staged_batch_record_by_record() {
         assert_eq!(written, expected, "{fault:?}: each once, in order");
     }
 }
+
+/// The records a worker is staging count in `matched` (and in
+/// `in_queue`) while it renders them: they left the queue, and are counted
+/// taken at once, not when the batch is settled (a CI run caught
+/// `matched` reading 0 after a replay had queued 4).
+#[test]
+fn records_being_staged_are_counted_matched_and_in_queue() {
+    let written = Arc::new(Mutex::new(Vec::new()));
+    let (gate, entered, release) = Gate::new();
+    let appender = Scripted {
+        staged: Vec::new(),
+        written: Arc::clone(&written),
+        fault: None,
+        gate,
+    };
+    let broker = common::broker();
+    let handle = broker
+        .subscribe(Subscription::builder("scripted", appender).overflow(OverflowPolicy::Block))
+        .unwrap();
+    log::info!(logger: &broker, target: "app", "{}", message(0));
+    // The worker took the record and waits inside its first `stage`.
+    entered.recv().unwrap();
+    let stats = handle.stats();
+    assert_eq!(
+        (stats.matched, stats.written, stats.in_queue),
+        (1, 0, 1),
+        "{stats:?}"
+    );
+    release.send(()).unwrap();
+    broker.flush().unwrap();
+    let stats = handle.stats();
+    assert_eq!(
+        (stats.matched, stats.written, stats.in_queue),
+        (1, 1, 0),
+        "{stats:?}"
+    );
+    assert_eq!(*written.lock().unwrap(), [message(0)]);
+}

@@ -56,7 +56,6 @@ impl Worker {
         let batch = std::mem::take(&mut self.batch);
         let shared = Arc::clone(&self.shared);
         let counters = &shared.counters;
-        Counters::add(&counters.taken, batch.len() as u64);
         let mut start = self.settle_staged(&batch);
         while start < batch.len() {
             match self.breaker.verdict(Instant::now()) {
