@@ -560,6 +560,17 @@ fn consume(path: &std::path::Path) -> u64 {
     let mut out = Vec::with_capacity(FLUSH_AT + 256);
     let mut lanes: Vec<(Arc<Ring>, u64)> = Vec::new();
     let mut written = 0u64;
+    // A consumer that takes in runs (`benches/README.md`, "A worker that
+    // takes in runs"): after a take of fewer than LADDER_BATCH records, it
+    // spins LADDER_SPIN spin-loop hints before it looks again. Unset: it
+    // looks again at once.
+    let knob = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let (min_batch, spin) = (knob("LADDER_BATCH"), knob("LADDER_SPIN"));
     loop {
         // Acquire: the producers' last tail stores happen before it.
         let finished = FINISHED.load(Ordering::Acquire);
@@ -586,6 +597,11 @@ fn consume(path: &std::path::Path) -> u64 {
             ring.head.0.store(*head, Ordering::Release);
         }
         written += took;
+        if took < min_batch && !finished {
+            for _ in 0..spin {
+                std::hint::spin_loop();
+            }
+        }
         if took == 0 {
             if finished {
                 break;
