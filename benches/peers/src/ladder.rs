@@ -560,15 +560,16 @@ fn consume(path: &std::path::Path) -> u64 {
     let mut out = Vec::with_capacity(FLUSH_AT + 256);
     let mut lanes: Vec<(Arc<Ring>, u64)> = Vec::new();
     let mut written = 0u64;
-    // A consumer that takes in runs (`benches/README.md`, "A worker that
-    // takes in runs"): after a take of fewer than LADDER_BATCH records, it
-    // spins LADDER_SPIN spin-loop hints before it looks again. Unset: it
-    // looks again at once.
-    let knob = |name: &str| {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
+    // A consumer that takes in runs (`benches/README.md`, "Fifteenth
+    // session: a consumer that takes in runs"): after a take of fewer than
+    // LADDER_BATCH records, it spins LADDER_SPIN spin-loop hints before it
+    // looks again. Unset: it looks again at once. A value that is not a
+    // number stops the run, so that a typo does not measure the default.
+    let knob = |name: &str| match std::env::var(name) {
+        Ok(value) => value
+            .parse::<u64>()
+            .unwrap_or_else(|_| panic!("{name}={value:?} is not a whole number")),
+        Err(_) => 0,
     };
     let (min_batch, spin) = (knob("LADDER_BATCH"), knob("LADDER_SPIN"));
     loop {
