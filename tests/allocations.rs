@@ -189,3 +189,31 @@ fn warm_calls_allocate_nothing(path: Path) {
         }
     }
 }
+
+/// Matching a topic against a pattern (what a journal read, the flight
+/// recorder and a route's miss do per record) allocates nothing.
+#[test]
+fn matching_a_topic_allocates_nothing() {
+    let patterns: Vec<logbus::TopicPattern> = ["#", "*.app.db.#", "warn.#.db", "a.#.b.#.c"]
+        .iter()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    let topics = [
+        "warn.app.db",
+        "info.app.db.pool",
+        "a.x.b.y.z.c",
+        "a.c.b",
+        "",
+    ];
+    let mut matched = 0;
+    let made = allocations(|| {
+        for pattern in &patterns {
+            for topic in topics {
+                matched += usize::from(pattern.matches(topic));
+            }
+        }
+    });
+    assert_eq!(made, 0);
+    // "#" matches all 5; "*.app.db.#" 2; "warn.#.db" 1; "a.#.b.#.c" 1.
+    assert_eq!(matched, 9);
+}

@@ -153,8 +153,9 @@ impl TopicPattern {
     ///
     /// The topic is not validated: it is split on every `.` and its segments
     /// are compared byte for byte. This checks one pattern in
-    /// `O(pattern segments × topic segments)` time; to find which of many
-    /// patterns match, the broker uses a trie instead.
+    /// `O(pattern segments × topic segments)` time at worst and allocates
+    /// nothing; to find which of many patterns match, the broker uses a trie
+    /// instead.
     ///
     /// # Examples
     ///
@@ -169,27 +170,60 @@ impl TopicPattern {
     /// ```
     #[must_use]
     pub fn matches(&self, topic: &str) -> bool {
-        let topic: Vec<&str> = topic.split('.').collect();
-        // Dynamic programming from the back: `next[j]` says whether
-        // `segments[i + 1..]` matches `topic[j..]`, and `row[j]` whether
-        // `segments[i..]` does. Only the empty pattern matches the empty rest.
-        let mut next = vec![false; topic.len() + 1];
-        next[topic.len()] = true;
-        let mut row = vec![false; topic.len() + 1];
-        for segment in self.segments.iter().rev() {
-            for j in (0..=topic.len()).rev() {
-                let one_more = j < topic.len();
-                row[j] = match segment {
-                    Segment::Literal(text) => one_more && topic[j] == &**text && next[j + 1],
-                    Segment::Star => one_more && next[j + 1],
-                    // `#` either matches nothing here, or eats `topic[j]` and
-                    // is still available (row[j + 1] is already computed).
-                    Segment::Hash => next[j] || (one_more && row[j + 1]),
-                };
+        let pattern = &self.segments;
+        // Glob matching with backtracking to the last `#` only (`*` is a
+        // glob's `?`, `#` its `*`): a later `#` can eat whatever an earlier
+        // one would have, so retrying the earlier ones finds nothing new.
+        // `p` is the next pattern segment, `rest` the topic after those
+        // matched (`None` once none is left); `resume` the last `#` met and
+        // the topic after what it ate.
+        let mut p = 0;
+        let mut rest = Some(topic);
+        let mut resume = None;
+        loop {
+            if let Some(Segment::Hash) = pattern.get(p) {
+                p += 1;
+                if p == pattern.len() {
+                    // A trailing `#` eats whatever is left.
+                    return true;
+                }
+                // `#` eats nothing first.
+                resume = Some((p, rest));
+                continue;
             }
-            std::mem::swap(&mut next, &mut row);
+            let Some((segment, ahead)) = rest.map(split_first) else {
+                // The topic is done; so must the pattern be (no `#` is left
+                // at `p`, and eating more cannot help).
+                return p == pattern.len();
+            };
+            let fits = match pattern.get(p) {
+                Some(Segment::Literal(text)) => **text == *segment,
+                Some(Segment::Star) => true,
+                Some(Segment::Hash) | None => false,
+            };
+            if fits {
+                p += 1;
+                rest = ahead;
+                continue;
+            }
+            // A mismatch: the last `#` eats one more segment, if any is left.
+            let Some((after_hash, Some(eaten))) = resume else {
+                return false;
+            };
+            let after = split_first(eaten).1;
+            resume = Some((after_hash, after));
+            p = after_hash;
+            rest = after;
         }
-        next[0]
+    }
+}
+
+/// A topic's first segment, and the rest after its `.` (`None` if it was
+/// the last).
+fn split_first(topic: &str) -> (&str, Option<&str>) {
+    match topic.find('.') {
+        Some(dot) => (&topic[..dot], Some(&topic[dot + 1..])),
+        None => (topic, None),
     }
 }
 
@@ -440,8 +474,8 @@ mod tests {
 
     #[test]
     fn many_hashes_do_not_blow_up() {
-        // Backtracking would try about C(60, 30) splits here; the table does
-        // 61 cells per segment.
+        // Backtracking to every `#` would try about C(60, 30) splits here;
+        // backtracking to the last one only, at most 61 per segment.
         let pattern = TopicPattern::parse(&format!("{}.z", ["#.a"; 30].join("."))).unwrap();
         assert!(!pattern.matches(&["a"; 60].join(".")));
         assert!(pattern.matches(&format!("{}.z", ["a"; 60].join("."))));

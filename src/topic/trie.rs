@@ -246,12 +246,12 @@ mod tests {
     }
 
     fn pattern_strategy() -> impl Strategy<Value = String> {
-        prop::collection::vec(prop::sample::select(&["a", "b", "c", "*", "#"][..]), 1..=4)
+        prop::collection::vec(prop::sample::select(&["a", "b", "c", "*", "#"][..]), 1..=6)
             .prop_map(|s| s.join("."))
     }
 
     fn topic_strategy() -> impl Strategy<Value = String> {
-        prop::collection::vec(prop::sample::select(&["a", "b", "c", "warn"][..]), 1..=5)
+        prop::collection::vec(prop::sample::select(&["a", "b", "c", "warn"][..]), 1..=7)
             .prop_map(|s| s.join("."))
     }
 
