@@ -105,6 +105,12 @@ impl Budget {
         self.used.load(Ordering::Relaxed)
     }
 
+    /// Whether half the capacity or more is in use now (a moment's
+    /// reading).
+    pub(crate) fn half_used(&self) -> bool {
+        self.used.load(Ordering::Relaxed) >= self.capacity / 2
+    }
+
     /// A lane starts drawing on this budget.
     pub(crate) fn lane_opened(&self) {
         // Relaxed: a sizing hint (see `chunk`).
@@ -121,6 +127,18 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn half_used_reads_what_is_taken() {
+        let budget = Budget::new(100);
+        assert!(!budget.half_used());
+        assert!(budget.try_take(49));
+        assert!(!budget.half_used());
+        assert!(budget.try_take(1));
+        assert!(budget.half_used());
+        budget.release(1);
+        assert!(!budget.half_used());
+    }
 
     #[test]
     fn chunks_shrink_with_lanes_and_never_exceed_the_capacity() {

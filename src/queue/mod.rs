@@ -332,6 +332,13 @@ impl Queue {
         self.front.len() + self.shared.len() + lanes
     }
 
+    /// Whether the queue's byte bound, if it has one, is half used (a
+    /// moment's reading): a worker waiting for a run of records to build up
+    /// takes them instead, as the bound may not hold a run.
+    pub(crate) fn bytes_half_used(&self) -> bool {
+        self.bytes.as_ref().is_some_and(Budget::half_used)
+    }
+
     /// Lanes registered now (for tests).
     pub(crate) fn lanes_registered(&self) -> usize {
         lock(&self.registry.lanes).len()
