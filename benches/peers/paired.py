@@ -3,6 +3,8 @@
 
     benches/peers/paired.py --rounds 24 --threads 1 \\
         --loggers logbus logbus-block -- base-bin new-bin [other-bin ...]
+    benches/peers/paired.py --records 50000 --gap-ns 20000 ...   (a steady rate:
+        the worker's CPU time per record, cpu_bg, is the figure to read)
 
 Each round runs every logger once from every binary, back to back, each run
 its own process; the binaries' order rotates from round to round (with two:
@@ -27,10 +29,11 @@ import subprocess
 import sys
 import tempfile
 
-FIGURES = [("p50", True), ("mean", True), ("p999", True), ("rate", False), ("ratio", False)]
+FIGURES = [("p50", True), ("mean", True), ("p999", True), ("rate", False), ("ratio", False),
+           ("cpu_bg", True)]
 RESULT = re.compile(
     r"^RESULT .*p50=(?P<p50>\d+) .*p999=(?P<p999>\d+) .*rate=(?P<rate>\d+) "
-    r"lines=\d+ ratio=(?P<ratio>[\d.]+|NaN) .*mean=(?P<mean>[\d.]+)",
+    r"lines=\d+ ratio=(?P<ratio>[\d.]+|NaN) .*mean=(?P<mean>[\d.]+) .*cpu_bg=(?P<cpu_bg>[\d.]+)",
     re.M,
 )
 
@@ -49,11 +52,11 @@ def median(rows, figure):
     return statistics.median(row[figure] for row in rows)
 
 
-def run(binary, logger, threads, records, out):
+def run(binary, logger, threads, records, gap, out):
     try:
         done = subprocess.run(
             [binary, "--logger", logger, "--threads", str(threads), "--records", str(records),
-             "--out", out],
+             "--out", out] + (["--gap-ns", str(gap)] if gap else []),
             capture_output=True, text=True, env={**os.environ, "TZ": "UTC"},
         )
     except OSError as error:
@@ -70,6 +73,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--gap-ns", type=int, default=0,
+                        help="the harness's --gap-ns: a steady rate instead of a flood")
     parser.add_argument("--loggers", nargs="+", default=["logbus", "logbus-block"])
     parser.add_argument("binaries", nargs="+", help="the base first")
     args = parser.parse_args()
@@ -89,9 +94,10 @@ def main():
                 for i in order:
                     out = os.path.join(work, "out")
                     results.setdefault((logger, i), []).append(
-                        run(binaries[i], logger, args.threads, args.records, out))
+                        run(binaries[i], logger, args.threads, args.records, args.gap_ns, out))
             print(f"round {r + 1} of {args.rounds} done", file=sys.stderr)
-    print(f"{args.rounds} paired rounds, {args.threads} thread(s), {args.records} records")
+    gap = f", a call every {args.gap_ns} ns at most" if args.gap_ns else ""
+    print(f"{args.rounds} paired rounds, {args.threads} thread(s), {args.records} records{gap}")
     for i, binary in enumerate(binaries):
         print(f"binary {i}: {binary}" + (" (the base)" if i == 0 else ""))
     print()
