@@ -100,7 +100,6 @@ impl Budget {
     }
 
     /// Units in use now (a moment's reading).
-    #[cfg(test)]
     pub(crate) fn used(&self) -> usize {
         self.used.load(Ordering::Relaxed)
     }

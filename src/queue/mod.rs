@@ -332,11 +332,13 @@ impl Queue {
         self.front.len() + self.shared.len() + lanes
     }
 
-    /// Whether the queue's byte bound, if it has one, is half used (a
-    /// moment's reading): a worker waiting for a run of records to build up
-    /// takes them instead, as the bound may not hold a run.
-    pub(crate) fn bytes_half_used(&self) -> bool {
-        self.bytes.as_ref().is_some_and(Budget::half_used)
+    /// Whether `run` records or more are queued, or the byte bound, if
+    /// there is one, is half used (a moment's reading; the record count
+    /// includes the places publishers reserved and have not filled yet): a
+    /// worker waiting for a run to build up takes it then, rather than let
+    /// a small queue fill.
+    pub(crate) fn holds_run(&self, run: usize) -> bool {
+        self.records.used() >= run || self.bytes.as_ref().is_some_and(Budget::half_used)
     }
 
     /// Lanes registered now (for tests).
@@ -845,6 +847,31 @@ mod tests {
         let mut batch = Vec::new();
         drain.take_batch(&queue, &mut batch, usize::MAX);
         (batch.iter().map(|r| r.seq()).collect(), counters, spilled)
+    }
+
+    #[test]
+    fn a_run_is_held_once_that_many_records_or_half_the_bytes_are_queued() {
+        let counters = Counters::default();
+        // Under 128 records a lane reserves one place at a time: the count
+        // is exact.
+        let (queue, mut drain) = Queue::new(16, None, OverflowPolicy::Block);
+        let mut lane = queue.new_lane(false);
+        for seq in 0..4 {
+            assert!(!queue.holds_run(4), "{seq} queued");
+            queue.push_lane(&mut lane, record(seq), &counters, drop);
+        }
+        assert!(queue.holds_run(4));
+        let mut batch = Vec::new();
+        drain.take_batch(&queue, &mut batch, usize::MAX);
+        assert_eq!(batch.len(), 4);
+        assert!(!queue.holds_run(1), "taken records are not queued");
+        // A byte bound half used holds a run, however few records it is
+        // (2 bytes: one record, larger than the bound, gets in alone).
+        let (queue, _drain) = Queue::new(16, Some(2), OverflowPolicy::Block);
+        let mut lane = queue.new_lane(false);
+        assert!(!queue.holds_run(4));
+        queue.push_lane(&mut lane, record(0), &counters, drop);
+        assert!(queue.holds_run(4));
     }
 
     #[test]

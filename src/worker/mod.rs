@@ -48,10 +48,10 @@ const LINGER: Duration = Duration::from_micros(20);
 /// followed by a pause ([`RUN_WAIT`]) before the next take (a queue of
 /// fewer than twice this many records pauses after takes of fewer than
 /// half its capacity: [`run_size`]): the worker takes a flood in runs of
-/// a few hundred records, not one record behind the publisher. Taking each record a moment after it was written pulled
-/// its slot and the lane's tail back to the worker's core while the
-/// publisher was writing the next ones, and each line then had to come back
-/// to the publisher. On a two-core VM, over 24 paired rounds of a
+/// a few hundred records, not one record behind the publisher. Taking
+/// each record a moment after it was written pulled its slot and the
+/// lane's tail back to the worker's core while the publisher was writing
+/// the next ones, and each line then had to come back to the publisher. On a two-core VM, over 24 paired rounds of a
 /// one-thread flood, the pause cut the caller's p99.9 by 142-152 ns (17
 /// and 23 rounds of 24, drop-oldest and `Block`) and its mean by 16-28 ns
 /// (`benches/README.md`, "Sixteenth session: a worker that takes in runs").
@@ -60,8 +60,9 @@ const LINGER_RUN: usize = 256;
 /// The pause after a short take of a flood ([`LINGER_RUN`]). The worker
 /// yields its core meanwhile: with more publishers than cores, they use it
 /// (spinning instead cost 4-thread drop-oldest its p99.9 in one
-/// comparison). A control message ends it, and so does a byte bound half
-/// used (`Queue::bytes_half_used`: a run of records may not fit in it).
+/// comparison). A control message ends it, and so does a run queued
+/// meanwhile (`Queue::holds_run`: a run's worth of records, or a byte
+/// bound half used, which may not hold a run).
 const RUN_WAIT: Duration = Duration::from_micros(30);
 
 /// The longest a batch lingers while records trickle in: what bounds the
@@ -504,7 +505,7 @@ impl Worker {
                 Next::Wait => {
                     let until = (Instant::now() + RUN_WAIT).min(start + LINGER_MOST);
                     while self.ctrl.is_empty()
-                        && !self.shared.queue.bytes_half_used()
+                        && !self.shared.queue.holds_run(self.run)
                         && Instant::now() < until
                     {
                         thread::yield_now();
