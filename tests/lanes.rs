@@ -137,7 +137,7 @@ fn an_idle_worker_wakes_for_a_record_without_a_flush() {
         .subscribe(Subscription::builder("hook", appender))
         .unwrap();
     // Each record is published after the previous one was written, so the
-    // worker has gone idle (and, usually, parked) in between.
+    // worker has gone idle (dozing, or parked after its naps) in between.
     for i in 0..5 {
         log::info!(logger: &broker, target: "app", "ping {i}");
         assert_eq!(common::recv(&rx, "the record"), format!("ping {i}"));

@@ -604,11 +604,8 @@ impl Drop for PublishGate<'_, '_> {
             }
         }
         for &i in self.ids {
-            self.snapshot.entries[i as usize]
-                .sub
-                .queue
-                .waker
-                .wake_if_sleeping();
+            let sub = &self.snapshot.entries[i as usize].sub;
+            sub.queue.waker.wake_if_sleeping();
         }
         if cede {
             // Outside every gate, after the wake-ups: the worker we
@@ -652,11 +649,18 @@ impl Drop for LaneGate<'_> {
 }
 
 /// Leaves `lane`'s gate (into `sub`) and says whether the publisher should
-/// cede its core once it left every gate (`LaneProducer::should_cede`).
+/// cede its core once it left every gate (`LaneProducer::should_cede`). A
+/// publisher that cedes wakes `sub`'s worker first, whether it said it
+/// sleeps or not: a worker that dozes (`worker/mod.rs`) must not sleep
+/// through a flood that evicts.
 #[inline]
 fn leave(lane: &mut LaneProducer, sub: &SubShared) -> bool {
     lane.leave();
-    lane.should_cede(|| Counters::get(&sub.counters.taken))
+    let cede = lane.should_cede(|| Counters::get(&sub.counters.taken));
+    if cede {
+        sub.queue.waker.wake();
+    }
+    cede
 }
 
 /// A view's lanes and record stash, as a lookup gives them, for the usual

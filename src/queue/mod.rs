@@ -501,7 +501,14 @@ impl Queue {
             }
             OverflowPolicy::DropNewest => match end.try_push(item) {
                 Ok(()) => return,
-                Err(back) => back,
+                Err(back) => {
+                    // Full: a worker that dozes (`worker/mod.rs`) has not
+                    // said it sleeps, so a refusal wakes it. (Drop-oldest's
+                    // publishers wake it when they cede, `broker/publish.rs`;
+                    // the blocking ones as they wait.)
+                    self.waker.wake();
+                    back
+                }
             },
             OverflowPolicy::Block | OverflowPolicy::BlockTimeout(_) => {
                 match self.wait_for(deadline, item, |item| end.try_push(item)) {

@@ -45,8 +45,16 @@
 //! not spin on a core the blocked publisher's other worker needs. A new lane is counted in the
 //! registry (`Release`) before its producer's fence, so the worker's look
 //! at the count after its fence sees it in the first case. Flush and
-//! shutdown requesters, and publishers blocked under `Block`, unpark
-//! unconditionally. `loom/` model-checks this protocol (the code of
+//! shutdown requesters, publishers blocked under `Block`, publishers that
+//! evict and cede their core, and those drop-newest refuses, unpark
+//! unconditionally.
+//!
+//! Before it sleeps, an idle worker dozes (`worker/mod.rs`): a few naps,
+//! each followed by a look, with `sleeping` still false, so publishers do
+//! not unpark it. That is not part of the protocol and needs none: a nap
+//! ends by its timeout (or early, on an unconditional unpark), and what
+//! was pushed meanwhile is found by the next look, there or here. The
+//! argument above holds for every push, whenever it was made. `loom/` model-checks this protocol (the code of
 //! `gate.rs` and of this file) and shows the earlier one, which had no
 //! look at the gate flags, losing a wake-up.
 
@@ -139,6 +147,12 @@ impl Waker {
         if self.sleeping.load(Ordering::Relaxed) {
             self.wake();
         }
+    }
+
+    /// Whether the worker said it sleeps (tests wait for it to park).
+    #[cfg(test)]
+    pub(crate) fn is_sleeping(&self) -> bool {
+        self.sleeping.load(Ordering::Relaxed)
     }
 
     /// Unparks the worker (it parks again if there is nothing to do).
