@@ -251,8 +251,11 @@ mod tests {
     }
 
     fn topic_strategy() -> impl Strategy<Value = String> {
-        prop::collection::vec(prop::sample::select(&["a", "b", "c", "warn"][..]), 1..=7)
-            .prop_map(|s| s.join("."))
+        prop::collection::vec(
+            prop::sample::select(&["a", "b", "c", "warn", ""][..]),
+            1..=7,
+        )
+        .prop_map(|s| s.join("."))
     }
 
     fn config() -> ProptestConfig {
