@@ -649,18 +649,11 @@ impl Drop for LaneGate<'_> {
 }
 
 /// Leaves `lane`'s gate (into `sub`) and says whether the publisher should
-/// cede its core once it left every gate (`LaneProducer::should_cede`). A
-/// publisher that cedes wakes `sub`'s worker first, whether it said it
-/// sleeps or not: a worker that dozes (`worker/mod.rs`) must not sleep
-/// through a flood that evicts.
+/// cede its core once it left every gate (`LaneProducer::should_cede`).
 #[inline]
 fn leave(lane: &mut LaneProducer, sub: &SubShared) -> bool {
     lane.leave();
-    let cede = lane.should_cede(|| Counters::get(&sub.counters.taken));
-    if cede {
-        sub.queue.waker.wake();
-    }
-    cede
+    lane.should_cede(|| Counters::get(&sub.counters.taken))
 }
 
 /// A view's lanes and record stash, as a lookup gives them, for the usual

@@ -225,6 +225,12 @@ const RING_START: usize = if cfg!(miri) { 64 } else { 1024 };
 /// ring to a wide one as large.
 const RING_START_WIDE: usize = if cfg!(miri) { 64 } else { 256 };
 
+/// Records queued from which a push wakes a dozing worker
+/// (`Queue::wake_if_filling`): a quarter of a new wide ring, so a burst
+/// from one thread wakes it before its lane must grow; a steady stream of
+/// up to 64,000 records a second gathers fewer in the longest nap.
+const FILLING: usize = 64;
+
 /// How much larger (or smaller) a lane's ring becomes at a time.
 const RING_GROWTH: usize = 4;
 
@@ -339,6 +345,21 @@ impl Queue {
     /// a small queue fill.
     pub(crate) fn holds_run(&self, run: usize) -> bool {
         self.records.used() >= run || self.bytes.as_ref().is_some_and(Budget::half_used)
+    }
+
+    /// Wakes a dozing worker (`worker/mod.rs`) once [`FILLING`] records
+    /// (an eighth of a smaller queue), or half its bytes, are queued: a
+    /// burst that comes while the worker naps must not fill the queue, or
+    /// grow a lane's ring, before the nap ends.
+    /// Asked on every push that takes the policy's way (a lane's at least
+    /// once per chunk of places, 32 records at most; every shared push;
+    /// every push with a byte bound), so it is one `Relaxed` load while the
+    /// worker does not doze. A hint, not part of the wake-up protocol: a
+    /// stale read delays the record by a nap at most.
+    fn wake_if_filling(&self) {
+        if self.waker.is_dozing() && self.holds_run((self.capacity / 8).clamp(1, FILLING)) {
+            self.waker.wake();
+        }
     }
 
     /// Lanes registered now (for tests).
@@ -473,6 +494,7 @@ impl Queue {
         counters: &Counters,
         spill: &mut impl FnMut(Arc<Record>),
     ) {
+        self.wake_if_filling();
         let deadline = match self.policy {
             OverflowPolicy::BlockTimeout(timeout) => Instant::now().checked_add(timeout),
             _ => None,
@@ -501,14 +523,7 @@ impl Queue {
             }
             OverflowPolicy::DropNewest => match end.try_push(item) {
                 Ok(()) => return,
-                Err(back) => {
-                    // Full: a worker that dozes (`worker/mod.rs`) has not
-                    // said it sleeps, so a refusal wakes it. (Drop-oldest's
-                    // publishers wake it when they cede, `broker/publish.rs`;
-                    // the blocking ones as they wait.)
-                    self.waker.wake();
-                    back
-                }
+                Err(back) => back,
             },
             OverflowPolicy::Block | OverflowPolicy::BlockTimeout(_) => {
                 match self.wait_for(deadline, item, |item| end.try_push(item)) {
@@ -879,6 +894,64 @@ mod tests {
         assert!(!queue.holds_run(4));
         queue.push_lane(&mut lane, record(0), &counters, drop);
         assert!(queue.holds_run(4));
+    }
+
+    /// A push on the policy's way wakes a dozing worker once the queue is
+    /// filling (an eighth of a small one), and never one that does not doze (whose usual
+    /// wake-up is the protocol's, after the gate).
+    #[test]
+    fn a_filling_queue_wakes_a_dozing_worker() {
+        let counters = Counters::default();
+        // 64 records: a lane reserves one place at a time, so every push
+        // takes the policy's way.
+        let (queue, _drain) = Queue::new(64, None, OverflowPolicy::DropOldest);
+        let mut lane = queue.new_lane(false);
+        for seq in 0..8 {
+            queue.push_lane(&mut lane, record(seq), &counters, drop);
+        }
+        assert_eq!(queue.waker.wakes(), 0, "not dozing: not woken");
+        queue.waker.set_dozing(true);
+        queue.push_lane(&mut lane, record(8), &counters, drop);
+        assert_eq!(queue.waker.wakes(), 1, "an eighth full: woken");
+
+        let (queue, _drain) = Queue::new(64, None, OverflowPolicy::DropNewest);
+        let mut lane = queue.new_lane(false);
+        queue.waker.set_dozing(true);
+        for seq in 0..8 {
+            queue.push_lane(&mut lane, record(seq), &counters, drop);
+        }
+        // The eighth record's push found seven queued.
+        assert_eq!(queue.waker.wakes(), 0, "less than an eighth full");
+        queue.push_lane(&mut lane, record(8), &counters, drop);
+        assert_eq!(queue.waker.wakes(), 1);
+        // A byte bound half used wakes it too, however few the records.
+        let (queue, _drain) = Queue::new(64, Some(2), OverflowPolicy::DropNewest);
+        let mut lane = queue.new_lane(false);
+        queue.waker.set_dozing(true);
+        queue.push_lane(&mut lane, record(0), &counters, drop);
+        assert_eq!(queue.waker.wakes(), 0);
+        queue.push_lane(&mut lane, record(1), &counters, drop);
+        assert_eq!(queue.waker.wakes(), 1, "the byte bound half used");
+        // The default capacity: a lane reserves 32 places at a time and
+        // takes the policy's way once per chunk; it wakes the worker at its
+        // first chunk from 64 records on (a lane's ring must not fill and
+        // grow while the worker naps).
+        let (queue, _drain) = Queue::new(DEFAULT_CAPACITY, None, OverflowPolicy::DropOldest);
+        let mut lane = queue.new_lane(false);
+        queue.waker.set_dozing(true);
+        for seq in 0..FILLING as u64 {
+            queue.push_lane(&mut lane, record(seq), &counters, drop);
+        }
+        assert_eq!(queue.waker.wakes(), 0, "{FILLING} records queued");
+        queue.push_lane(&mut lane, record(FILLING as u64), &counters, drop);
+        assert_eq!(queue.waker.wakes(), 1, "the next chunk's push");
+        // Through the shared channel, every push looks.
+        let (queue, _drain) = Queue::new(64, None, OverflowPolicy::DropOldest);
+        queue.waker.set_dozing(true);
+        for seq in 0..9 {
+            queue.push_shared(record(seq), &counters);
+        }
+        assert_eq!(queue.waker.wakes(), 1, "the ninth push found eight");
     }
 
     #[test]

@@ -45,18 +45,25 @@
 //! not spin on a core the blocked publisher's other worker needs. A new lane is counted in the
 //! registry (`Release`) before its producer's fence, so the worker's look
 //! at the count after its fence sees it in the first case. Flush and
-//! shutdown requesters, publishers blocked under `Block`, publishers that
-//! evict and cede their core, and those drop-newest refuses, unpark
-//! unconditionally.
-//!
-//! Before it sleeps, an idle worker dozes (`worker/mod.rs`): a few naps,
-//! each followed by a look, with `sleeping` still false, so publishers do
-//! not unpark it. That is not part of the protocol and needs none: a nap
-//! ends by its timeout (or early, on an unconditional unpark), and what
-//! was pushed meanwhile is found by the next look, there or here. The
-//! argument above holds for every push, whenever it was made. `loom/` model-checks this protocol (the code of
+//! shutdown requesters, and publishers waiting under `Block` or
+//! `BlockTimeout` (for a place or for bytes), unpark unconditionally. `loom/` model-checks this protocol (the code of
 //! `gate.rs` and of this file) and shows the earlier one, which had no
 //! look at the gate flags, losing a wake-up.
+//!
+//! # Dozing
+//!
+//! Before it sleeps, an idle worker dozes (`worker/mod.rs`): a few naps,
+//! each followed by a look, with `sleeping` still false, so a publisher's
+//! usual push does not unpark it. A push that takes the overflow policy's
+//! way unparks a dozing worker once the queue fills (64 records, an
+//! eighth of a smaller queue, or half its byte bound) (`Queue::wake_if_filling`, which reads the
+//! `dozing` flag). None of this
+//! is part of the protocol, and it needs none: a nap ends by its timeout
+//! (or early, on an unpark), and what was pushed meanwhile is found by the
+//! next look, in the doze or in [`Waker::sleep`], whose argument above
+//! holds for every push, whenever it was made; an unpark's token the doze
+//! consumes is one no later sleep relies on, since a sleep stores
+//! `sleeping` and issues its fence after the doze.
 
 use std::time::{Duration, Instant};
 
@@ -129,8 +136,15 @@ pub(crate) struct Waker {
     /// line: read on every publish, written only when the worker sleeps or
     /// wakes.
     sleeping: CacheLine<AtomicBool>,
+    /// Set by the worker while it dozes (see "Dozing"); read by publishers
+    /// on the overflow policy's way only. A hint: read `Relaxed`, and a
+    /// stale value costs a nap's delay at most.
+    dozing: CacheLine<AtomicBool>,
     /// The worker's thread, to unpark it; set once by the worker.
     thread: OnceLock<thread::Thread>,
+    /// Unparks asked for (tests count them).
+    #[cfg(all(test, not(loom)))]
+    wakes: crate::sync::AtomicUsize,
 }
 
 impl Waker {
@@ -149,14 +163,32 @@ impl Waker {
         }
     }
 
+    /// Marks the worker dozing, or done dozing: the worker's own thread.
+    pub(crate) fn set_dozing(&self, dozing: bool) {
+        self.dozing.store(dozing, Ordering::Relaxed);
+    }
+
+    /// Whether the worker dozes, as far as this thread has seen.
+    pub(crate) fn is_dozing(&self) -> bool {
+        self.dozing.load(Ordering::Relaxed)
+    }
+
     /// Whether the worker said it sleeps (tests wait for it to park).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn is_sleeping(&self) -> bool {
         self.sleeping.load(Ordering::Relaxed)
     }
 
+    /// How many unparks were asked for (tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn wakes(&self) -> usize {
+        self.wakes.load(Ordering::Relaxed)
+    }
+
     /// Unparks the worker (it parks again if there is nothing to do).
     pub(crate) fn wake(&self) {
+        #[cfg(all(test, not(loom)))]
+        self.wakes.fetch_add(1, Ordering::Relaxed);
         if let Some(thread) = self.thread.get() {
             thread.unpark();
         }

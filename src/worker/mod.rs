@@ -65,6 +65,10 @@ const LINGER_RUN: usize = 256;
 /// bound half used, which may not hold a run).
 const RUN_WAIT: Duration = Duration::from_micros(30);
 
+// A lone record's pause outlasts the empty take's linger after it, so the
+// take after the pause ends the linger (`linger_step`'s first arm).
+const _: () = assert!(RUN_WAIT.as_nanos() >= LINGER.as_nanos());
+
 /// The longest a batch lingers while records trickle in: what bounds the
 /// delay of a record when a slow, steady stream never leaves a take empty.
 /// (Time the scheduler gives to other threads when the worker yields its
@@ -88,29 +92,55 @@ enum Pace {
     /// Records come in runs: a short take pauses for a run
     /// ([`linger_step`]), and the worker spins briefly before it dozes.
     Flood,
+    /// As a flood, but a whole pause gathered few records, and no take of a
+    /// run's share came since: one more such pause makes a trickle. (One alone is more often the publisher's core
+    /// taken from it for a moment than a slower stream; a flood of 1,000,000
+    /// records from one thread went through about a hundred such pauses.)
+    Slowing,
     /// Records trickle in: a batch is written as soon as a take is short,
     /// and the worker dozes at once when it runs out ([`doze_nap`]).
     Trickle,
 }
 
+/// What came before a take, for [`Pace::after_take`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// A whole pause for a run ([`RUN_WAIT`], not cut short).
+    Pause,
+    /// A doze's naps, this long in all: records gathered meanwhile.
+    Doze(Duration),
+    /// Work: a write, a take or a spin.
+    Work,
+}
+
 impl Pace {
     /// The pace after a take of `taken` records, for a queue whose runs are
-    /// `run` records (`after_pause`: the take that followed a pause for a
-    /// run): a pause that gathered fewer than a run's share
-    /// ([`TRICKLE_SHARE`]) is a trickle; a take that found that many
-    /// records, a flood; a short take that followed no pause leaves the
-    /// pace as it was. (Leaving a trickle only for a whole run kept a flood
+    /// `run` records, after `after`: a whole pause that gathered fewer than
+    /// a run's share ([`TRICKLE_SHARE`]) makes a flood [`Pace::Slowing`]
+    /// and a slowing flood a trickle; a take after a doze is a flood if it
+    /// found as many as a run's share per [`RUN_WAIT`] napped (a run at
+    /// most); any other take is a flood if it found a run's share. Anything
+    /// less leaves the pace as it was. (Leaving a trickle only for a whole
+    /// run kept a flood
     /// that once looked like one in small batches, each written as soon as
-    /// it was taken while the next as small gathered meanwhile: the caller's
-    /// p99.9 rose 60 ns over 16 paired rounds.)
-    fn after_take(self, taken: usize, after_pause: bool, run: usize) -> Pace {
+    /// it was taken while the next as small gathered meanwhile: the
+    /// caller's p99.9 rose 60 ns over 16 paired rounds.)
+    fn after_take(self, taken: usize, after: After, run: usize) -> Pace {
         let few = (run / TRICKLE_SHARE).max(1);
-        if taken >= few {
-            Pace::Flood
-        } else if after_pause {
-            Pace::Trickle
-        } else {
-            self
+        match after {
+            After::Pause if taken < few && self == Pace::Flood => Pace::Slowing,
+            After::Pause if taken < few => Pace::Trickle,
+            After::Doze(napped) => {
+                let pauses = napped.as_nanos() / RUN_WAIT.as_nanos();
+                let share = usize::try_from(pauses).unwrap_or(usize::MAX);
+                if taken >= few.saturating_mul(share).clamp(few, run) {
+                    Pace::Flood
+                } else {
+                    self
+                }
+            }
+            _ if taken >= few => Pace::Flood,
+            _ => self,
         }
     }
 }
@@ -118,7 +148,7 @@ impl Pace {
 /// The first nap of a dozing worker (`Worker::doze`). Naps double from
 /// here to [`DOZE_LONGEST`]: a worker that finds a record after a nap
 /// starts again from the first, so at a steady rate a record waits about
-/// as long as the time between records, and publishers never wake it.
+/// as long as the time between records, and a usual push never wakes it.
 const DOZE_FIRST: Duration = Duration::from_micros(50);
 
 /// The longest nap of a dozing worker: what bounds the delay of a record
@@ -134,6 +164,13 @@ const DOZE_NAPS: u32 = 8;
 /// them.
 fn doze_nap(n: u32) -> Option<Duration> {
     (n < DOZE_NAPS).then(|| (DOZE_FIRST * (1 << n.min(15))).min(DOZE_LONGEST))
+}
+
+/// When a pause for a run that starts at `now` ends, for a linger that
+/// began at `start`: [`RUN_WAIT`] later, but never past [`LINGER_MOST`]
+/// into the linger.
+fn pause_until(now: Instant, start: Instant) -> Instant {
+    (now + RUN_WAIT).min(start + LINGER_MOST)
 }
 
 /// What a lingering worker does after a take of `taken` records, `waited`
@@ -202,6 +239,9 @@ pub(crate) struct Worker {
     run: usize,
     /// Whether records come in runs or trickle in, as the last takes said.
     pace: Pace,
+    /// How long the worker napped before it found work in a doze, until
+    /// its next take.
+    dozed: Option<Duration>,
     /// Drops already reported in a summary record.
     reported_drops: u64,
     /// Whether records were written since the last appender flush.
@@ -419,6 +459,7 @@ impl Worker {
             batch: Vec::with_capacity(BATCH),
             run,
             pace: Pace::Flood,
+            dozed: None,
             reported_drops: 0,
             dirty: false,
             retry: builder.retry,
@@ -451,8 +492,12 @@ impl Worker {
                 Err(TryRecvError::Empty) => {}
             }
             let taken = self.take_batch();
+            let after = match self.dozed.take() {
+                Some(napped) if !napped.is_zero() => After::Doze(napped),
+                _ => After::Work,
+            };
             if taken > 0 {
-                self.pace = self.pace.after_take(taken, false, self.run);
+                self.pace = self.pace.after_take(taken, after, self.run);
                 self.linger(taken);
                 self.write_batch();
                 continue;
@@ -467,10 +512,11 @@ impl Worker {
             self.shared.advance(next);
             self.idle();
             self.drain.forget_finished(&self.shared.queue);
-            if self.pace == Pace::Flood && self.spin_for_work() {
+            if self.pace != Pace::Trickle && self.spin_for_work() {
                 continue;
             }
-            if self.doze() {
+            if let Some(napped) = self.doze() {
+                self.dozed = Some(napped);
                 continue;
             }
             let shared = Arc::clone(&self.shared);
@@ -576,23 +622,34 @@ impl Worker {
         }
         let start = Instant::now();
         while self.batch.len() < LINGER_BATCH && self.ctrl.is_empty() {
-            let next = linger_step(taken, start.elapsed(), self.run, self.pace);
-            match next {
+            let mut after = After::Work;
+            match linger_step(taken, start.elapsed(), self.run, self.pace) {
                 Next::Write => return,
                 Next::Take => {}
                 Next::Spin => spin(),
                 Next::Wait => {
-                    let until = (Instant::now() + RUN_WAIT).min(start + LINGER_MOST);
-                    while self.ctrl.is_empty()
-                        && !self.shared.queue.holds_run(self.run)
-                        && Instant::now() < until
-                    {
+                    let now = Instant::now();
+                    let until = pause_until(now, start);
+                    // Whole: it ran out its time, which the linger's bound
+                    // did not cut (a pause a control message or a queued
+                    // run ended says nothing of the rate: a half-used byte
+                    // bound may hold a handful of records).
+                    let whole = loop {
+                        if !self.ctrl.is_empty() || self.shared.queue.holds_run(self.run) {
+                            break false;
+                        }
+                        if Instant::now() >= until {
+                            break until == now + RUN_WAIT;
+                        }
                         thread::yield_now();
+                    };
+                    if whole {
+                        after = After::Pause;
                     }
                 }
             }
             taken = self.take_batch();
-            self.pace = self.pace.after_take(taken, next == Next::Wait, self.run);
+            self.pace = self.pace.after_take(taken, after, self.run);
         }
     }
 
@@ -612,21 +669,28 @@ impl Worker {
     }
 
     /// Naps while nothing is queued ([`doze_nap`]), looking for work
-    /// after each; true if found, false once it should park. A dozing
-    /// worker has not said it sleeps, so publishers do not wake it (an
-    /// unpark from a flush, a shutdown, a blocked publisher or one that
-    /// evicts ends a nap early). It is not part of the wake-up protocol:
-    /// what is pushed meanwhile is found by a later look, here or in
-    /// `Waker::sleep`, whose protocol holds for every push, made before
-    /// its fence or after.
-    fn doze(&mut self) -> bool {
-        for nap in (0..).map_while(doze_nap) {
+    /// before each; once found, how long it napped (zero if it found work
+    /// before its first nap), or `None` once it should park. A dozing
+    /// worker has not said it sleeps, so a usual push does not wake it (a
+    /// flush, a shutdown, a blocked publisher, or a push once the queue is
+    /// filling (64 records queued, or an eighth of a small queue, or half
+    /// its byte bound),
+    /// `Queue::wake_if_filling`, ends a nap early). It is
+    /// not part of the wake-up protocol (`queue/waker.rs`, "Dozing").
+    fn doze(&self) -> Option<Duration> {
+        let waker = &self.shared.queue.waker;
+        waker.set_dozing(true);
+        let mut began = None;
+        let found = (0..).map_while(doze_nap).any(|nap| {
             if self.look() == Work::Ready {
                 return true;
             }
+            began.get_or_insert_with(Instant::now);
             crate::sync::nap(nap);
-        }
-        false
+            false
+        });
+        waker.set_dozing(false);
+        found.then(|| began.map_or(Duration::ZERO, |began| began.elapsed()))
     }
 
     /// Whether a control message, a queued record, a new lane or a drop
@@ -715,6 +779,18 @@ mod tests {
         );
     }
 
+    /// A pause lasts [`RUN_WAIT`], cut short where the linger would pass
+    /// [`LINGER_MOST`].
+    #[test]
+    fn a_pause_never_outlasts_its_linger() {
+        let start = Instant::now();
+        assert_eq!(pause_until(start, start), start + RUN_WAIT);
+        let late = start + LINGER_MOST - RUN_WAIT / 2;
+        assert_eq!(pause_until(late, start), start + LINGER_MOST);
+        let past = start + LINGER_MOST * 2;
+        assert_eq!(pause_until(past, start), start + LINGER_MOST);
+    }
+
     /// A queue too small to hold a run of [`LINGER_RUN`] records waits for
     /// half of it: a take that empties it is taken on at once, not left to
     /// fill up behind a pause.
@@ -746,27 +822,47 @@ mod tests {
     fn a_pause_that_gathers_few_records_stops_the_chase_until_a_run_comes() {
         let run = LINGER_RUN;
         let few = run / TRICKLE_SHARE;
-        // After a pause: fewer than a run's share is a trickle; that many is
-        // not, and neither is a short take that followed no pause.
-        assert_eq!(Pace::Flood.after_take(few - 1, true, run), Pace::Trickle);
-        assert_eq!(Pace::Flood.after_take(0, true, run), Pace::Trickle);
-        assert_eq!(Pace::Flood.after_take(few, true, run), Pace::Flood);
-        assert_eq!(Pace::Flood.after_take(1, false, run), Pace::Flood);
-        // A trickle stays one until a take finds a run's share.
-        assert_eq!(Pace::Trickle.after_take(few - 1, false, run), Pace::Trickle);
-        assert_eq!(Pace::Trickle.after_take(0, true, run), Pace::Trickle);
-        assert_eq!(Pace::Trickle.after_take(few, false, run), Pace::Flood);
-        assert_eq!(Pace::Trickle.after_take(run, true, run), Pace::Flood);
+        let (flood, trickle) = (Pace::Flood, Pace::Trickle);
+        let slowing = Pace::Slowing;
+        // After a whole pause: fewer than a run's share twice in a row is a
+        // trickle; that many is a flood, whatever came before.
+        assert_eq!(flood.after_take(few - 1, After::Pause, run), slowing);
+        assert_eq!(flood.after_take(0, After::Pause, run), slowing);
+        assert_eq!(slowing.after_take(few - 1, After::Pause, run), trickle);
+        assert_eq!(slowing.after_take(0, After::Pause, run), trickle);
+        assert_eq!(flood.after_take(few, After::Pause, run), flood);
+        assert_eq!(slowing.after_take(few, After::Pause, run), flood);
+        assert_eq!(trickle.after_take(few, After::Pause, run), flood);
+        // Slowing still pauses for runs.
+        assert_eq!(linger_step(1, Duration::ZERO, run, slowing), Next::Wait);
+        // After work: a run's share is a flood, less leaves the pace.
+        assert_eq!(flood.after_take(1, After::Work, run), flood);
+        assert_eq!(slowing.after_take(few, After::Work, run), flood);
+        assert_eq!(slowing.after_take(1, After::Work, run), slowing);
+        assert_eq!(trickle.after_take(few - 1, After::Work, run), trickle);
+        assert_eq!(trickle.after_take(few, After::Work, run), flood);
+        // After a doze, which gathers for as long as it napped: a run's
+        // share per pause's time napped, a run at most.
+        let napped = |pauses| After::Doze(RUN_WAIT * pauses);
+        assert_eq!(trickle.after_take(few - 1, napped(0), run), trickle);
+        assert_eq!(trickle.after_take(few, napped(1), run), flood);
+        assert_eq!(trickle.after_take(3 * few - 1, napped(3), run), trickle);
+        assert_eq!(trickle.after_take(3 * few, napped(3), run), flood);
+        assert_eq!(trickle.after_take(run - 1, napped(100), run), trickle);
+        assert_eq!(trickle.after_take(run, napped(100), run), flood);
+        assert_eq!(flood.after_take(1, napped(1), run), flood);
         // In a trickle a short take is written, a run still taken on.
         let zero = Duration::ZERO;
-        assert_eq!(linger_step(1, zero, run, Pace::Trickle), Next::Write);
-        assert_eq!(linger_step(run - 1, zero, run, Pace::Trickle), Next::Write);
-        assert_eq!(linger_step(run, zero, run, Pace::Trickle), Next::Take);
-        assert_eq!(linger_step(0, zero, run, Pace::Trickle), Next::Spin);
-        // A queue of one record: a run is one record, and only an empty
-        // take after a pause is a trickle.
-        assert_eq!(Pace::Flood.after_take(0, true, 1), Pace::Trickle);
-        assert_eq!(Pace::Trickle.after_take(1, false, 1), Pace::Flood);
+        assert_eq!(linger_step(1, zero, run, trickle), Next::Write);
+        assert_eq!(linger_step(run - 1, zero, run, trickle), Next::Write);
+        assert_eq!(linger_step(run, zero, run, trickle), Next::Take);
+        assert_eq!(linger_step(0, zero, run, trickle), Next::Spin);
+        // A small queue's run's share is one record: only empty takes
+        // after pauses make a trickle.
+        let small = run_size(16);
+        assert_eq!(slowing.after_take(0, After::Pause, small), trickle);
+        assert_eq!(flood.after_take(1, After::Pause, small), flood);
+        assert_eq!(trickle.after_take(1, After::Work, small), flood);
     }
 
     /// A dozing worker's naps double from the first to the longest, and it
@@ -780,7 +876,7 @@ mod tests {
         assert!(naps.windows(2).all(|w| w[0] <= w[1] && w[1] <= w[0] * 2));
         assert_eq!(*naps.last().unwrap(), DOZE_LONGEST);
         let total: Duration = naps.iter().sum();
-        assert!(total <= DOZE_LONGEST * DOZE_NAPS, "{total:?}");
+        assert_eq!(total, Duration::from_micros(4_550));
         assert_eq!(doze_nap(DOZE_NAPS), None);
         assert_eq!(doze_nap(u32::MAX), None);
     }
