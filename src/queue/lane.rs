@@ -421,6 +421,13 @@ impl LaneProducer {
         self.lane.slots.is_wide()
     }
 
+    /// Records in the producer's current lane, as far as it knows (a hint:
+    /// the worker's `head`, read `Relaxed`).
+    pub(crate) fn queued(&self) -> usize {
+        self.tail
+            .saturating_sub(self.lane.head.load(Ordering::Relaxed))
+    }
+
     /// Places reserved from the budget and not used yet.
     pub(crate) fn places(&self) -> usize {
         self.places

@@ -225,10 +225,11 @@ const RING_START: usize = if cfg!(miri) { 64 } else { 1024 };
 /// ring to a wide one as large.
 const RING_START_WIDE: usize = if cfg!(miri) { 64 } else { 256 };
 
-/// Records queued from which a push wakes a dozing worker
-/// (`Queue::wake_if_filling`): a quarter of a new wide ring, so a burst
-/// from one thread wakes it before its lane must grow; a steady stream of
-/// up to 64,000 records a second gathers fewer in the longest nap.
+/// Records in a lane from which its pushes wake a dozing worker
+/// (`Queue::wake_if_filling`): a quarter of a new wide ring (outside Miri),
+/// so a burst from one thread wakes it before its lane must grow; a
+/// steady stream of up to 64,000 records a second from one thread gathers
+/// fewer in the longest nap.
 const FILLING: usize = 64;
 
 /// How much larger (or smaller) a lane's ring becomes at a time.
@@ -347,17 +348,24 @@ impl Queue {
         self.records.used() >= run || self.bytes.as_ref().is_some_and(Budget::half_used)
     }
 
-    /// Wakes a dozing worker (`worker/mod.rs`) once [`FILLING`] records
-    /// (an eighth of a smaller queue), or half its bytes, are queued: a
-    /// burst that comes while the worker naps must not fill the queue, or
-    /// grow a lane's ring, before the nap ends.
+    /// Wakes a dozing worker (`worker/mod.rs`) once the pushing end holds
+    /// `own` records of [`FILLING`] or more (an eighth of a smaller queue),
+    /// or the queue a quarter of its records, or half its bytes: a burst
+    /// that comes while the worker naps must not fill the queue, or grow a
+    /// lane's ring, before the nap ends. (The queue's count includes the
+    /// places lanes reserved and did not fill, up to about a 64th of the
+    /// capacity times the logarithm of the number of lanes: a quarter
+    /// leaves room for them, where a threshold as low as one end's had
+    /// every chunk of a few threads' pushes unpark the worker.)
     /// Asked on every push that takes the policy's way (a lane's at least
     /// once per chunk of places, 32 records at most; every shared push;
     /// every push with a byte bound), so it is one `Relaxed` load while the
     /// worker does not doze. A hint, not part of the wake-up protocol: a
     /// stale read delays the record by a nap at most.
-    fn wake_if_filling(&self) {
-        if self.waker.is_dozing() && self.holds_run((self.capacity / 8).clamp(1, FILLING)) {
+    fn wake_if_filling(&self, own: usize) {
+        if self.waker.is_dozing()
+            && (own >= (self.capacity / 8).clamp(1, FILLING) || self.holds_run(self.capacity / 4))
+        {
             self.waker.wake();
         }
     }
@@ -494,7 +502,7 @@ impl Queue {
         counters: &Counters,
         spill: &mut impl FnMut(Arc<Record>),
     ) {
-        self.wake_if_filling();
+        self.wake_if_filling(end.queued());
         let deadline = match self.policy {
             OverflowPolicy::BlockTimeout(timeout) => Instant::now().checked_add(timeout),
             _ => None,
@@ -726,6 +734,9 @@ impl Queue {
 trait End {
     fn try_push<'p>(&mut self, item: Item<'p>) -> Result<(), Item<'p>>;
     fn evict_oldest(&mut self, queue: &Queue) -> Option<Evicted>;
+    /// Records this end holds, as far as its pusher knows (a hint for
+    /// `Queue::wake_if_filling`; 0 where it would cost a lock).
+    fn queued(&self) -> usize;
 }
 
 /// The publisher's own lane.
@@ -738,6 +749,10 @@ struct LaneEnd<'l> {
 }
 
 impl End for LaneEnd<'_> {
+    fn queued(&self) -> usize {
+        self.producer.queued()
+    }
+
     /// Pushes into the lane, growing its ring when the ring (not the
     /// subscription) is full, and shrinking it back when a burst is over:
     /// a lane's memory follows its depth, not the capacity (see
@@ -797,6 +812,10 @@ struct SharedEnd<'c> {
 }
 
 impl End for SharedEnd<'_> {
+    fn queued(&self) -> usize {
+        0
+    }
+
     fn try_push<'p>(&mut self, item: Item<'p>) -> Result<(), Item<'p>> {
         // Only shared records come this way (`push_shared`).
         self.channel
@@ -945,13 +964,16 @@ mod tests {
         assert_eq!(queue.waker.wakes(), 0, "{FILLING} records queued");
         queue.push_lane(&mut lane, record(FILLING as u64), &counters, drop);
         assert_eq!(queue.waker.wakes(), 1, "the next chunk's push");
-        // Through the shared channel, every push looks.
+        // Through the shared channel, every push looks at the queue's count:
+        // a quarter of it.
         let (queue, _drain) = Queue::new(64, None, OverflowPolicy::DropOldest);
         queue.waker.set_dozing(true);
-        for seq in 0..9 {
+        for seq in 0..16 {
             queue.push_shared(record(seq), &counters);
         }
-        assert_eq!(queue.waker.wakes(), 1, "the ninth push found eight");
+        assert_eq!(queue.waker.wakes(), 0, "the sixteenth push found 15");
+        queue.push_shared(record(16), &counters);
+        assert_eq!(queue.waker.wakes(), 1, "the seventeenth found 16");
     }
 
     #[test]

@@ -53,11 +53,11 @@
 //! # Dozing
 //!
 //! Before it sleeps, an idle worker dozes (`worker/mod.rs`): a few naps,
-//! each followed by a look, with `sleeping` still false, so a publisher's
-//! usual push does not unpark it. A push that takes the overflow policy's
-//! way unparks a dozing worker once the queue fills (64 records, an
-//! eighth of a smaller queue, or half its byte bound) (`Queue::wake_if_filling`, which reads the
-//! `dozing` flag). None of this
+//! each after a look, with `sleeping` still false, so a publisher's usual
+//! push does not unpark it. A push that takes the overflow policy's way
+//! unparks a dozing worker once the queue is filling (its lane holds 64
+//! records, or the queue a quarter of its capacity or half its byte bound:
+//! `Queue::wake_if_filling`, which reads the `dozing` flag). None of this
 //! is part of the protocol, and it needs none: a nap ends by its timeout
 //! (or early, on an unpark), and what was pushed meanwhile is found by the
 //! next look, in the doze or in [`Waker::sleep`], whose argument above

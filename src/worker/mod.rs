@@ -75,10 +75,12 @@ const _: () = assert!(RUN_WAIT.as_nanos() >= LINGER.as_nanos());
 /// core is not bounded by it.)
 const LINGER_MOST: Duration = Duration::from_micros(200);
 
-/// A take that follows a pause ([`RUN_WAIT`]) and finds fewer records than
-/// a run's share of this (a run of 256: 8, about 270,000 records a second)
-/// says that records trickle in: pausing for runs only burns the core
-/// ([`Pace::Trickle`]). A take that finds that many says they flood again.
+/// A take that follows a whole pause ([`RUN_WAIT`]) and finds fewer
+/// records than a run's share of this (a run of 256: 8, about 270,000
+/// records a second) says that records may trickle in, and a second such
+/// pause that they do: pausing for runs only burns the core
+/// ([`Pace::Slowing`], [`Pace::Trickle`]). A take that finds that many says
+/// they flood again.
 const TRICKLE_SHARE: usize = 32;
 
 /// How fast records arrive, as the worker last saw it: what decides whether
@@ -107,7 +109,7 @@ enum Pace {
 enum After {
     /// A whole pause for a run ([`RUN_WAIT`], not cut short).
     Pause,
-    /// A doze's naps, this long in all: records gathered meanwhile.
+    /// A doze's nap, this long: records gathered meanwhile.
     Doze(Duration),
     /// Work: a write, a take or a spin.
     Work,
@@ -155,7 +157,7 @@ const DOZE_FIRST: Duration = Duration::from_micros(50);
 /// logged while it dozes (plus the kernel's timer slack, 50 µs by default).
 const DOZE_LONGEST: Duration = Duration::from_millis(1);
 
-/// Naps a worker takes, looking for work after each, before it parks and
+/// Naps a worker takes, looking for work before each, before it parks and
 /// publishers must wake it: about 4.5 ms in all.
 const DOZE_NAPS: u32 = 8;
 
@@ -483,6 +485,8 @@ impl Worker {
             // Control first: a flush or shutdown must not wait behind a flood.
             match self.ctrl.try_recv() {
                 Ok(Control::Flush(ack)) => {
+                    // What a doze's nap gathered, the flush takes.
+                    self.dozed = None;
                     self.flush_barrier();
                     self.idle();
                     let _ = ack.send(()); // the flusher may have timed out
@@ -669,8 +673,8 @@ impl Worker {
     }
 
     /// Naps while nothing is queued ([`doze_nap`]), looking for work
-    /// before each; once found, how long it napped (zero if it found work
-    /// before its first nap), or `None` once it should park. A dozing
+    /// before each; once found, how long its last nap lasted (zero if it
+    /// found work before its first), or `None` once it should park. A dozing
     /// worker has not said it sleeps, so a usual push does not wake it (a
     /// flush, a shutdown, a blocked publisher, or a push once the queue is
     /// filling (64 records queued, or an eighth of a small queue, or half
@@ -685,7 +689,8 @@ impl Worker {
             if self.look() == Work::Ready {
                 return true;
             }
-            began.get_or_insert_with(Instant::now);
+            // What a look then finds came in during this nap.
+            began = Some(Instant::now());
             crate::sync::nap(nap);
             false
         });
