@@ -928,8 +928,8 @@ mod tests {
     }
 
     /// A push on the policy's way wakes a dozing worker once the queue is
-    /// filling (an eighth of a small one), and never one that does not doze (whose usual
-    /// wake-up is the protocol's, after the gate).
+    /// filling (an eighth of a small one), and never one that does not
+    /// doze (whose usual wake-up is the protocol's, after the gate).
     #[test]
     fn a_filling_queue_wakes_a_dozing_worker() {
         let counters = Counters::default();

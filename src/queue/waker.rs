@@ -46,9 +46,10 @@
 //! registry (`Release`) before its producer's fence, so the worker's look
 //! at the count after its fence sees it in the first case. Flush and
 //! shutdown requesters, and publishers waiting under `Block` or
-//! `BlockTimeout` (for a place or for bytes), unpark unconditionally. `loom/` model-checks this protocol (the code of
-//! `gate.rs` and of this file) and shows the earlier one, which had no
-//! look at the gate flags, losing a wake-up.
+//! `BlockTimeout` (for a place or for bytes), unpark unconditionally.
+//! `loom/` model-checks this protocol (the code of `gate.rs` and of this
+//! file) and shows the earlier one, which had no look at the gate flags,
+//! losing a wake-up.
 //!
 //! # Dozing
 //!

@@ -496,10 +496,9 @@ impl Worker {
                 Err(TryRecvError::Empty) => {}
             }
             let taken = self.take_batch();
-            let after = match self.dozed.take() {
-                Some(napped) if !napped.is_zero() => After::Doze(napped),
-                _ => After::Work,
-            };
+            // A doze that found work before its first nap (zero) reads as
+            // work: its bar is a run's share either way.
+            let after = self.dozed.take().map_or(After::Work, After::Doze);
             if taken > 0 {
                 self.pace = self.pace.after_take(taken, after, self.run);
                 self.linger(taken);
@@ -850,6 +849,7 @@ mod tests {
         // share per pause's time napped, a run at most.
         let napped = |pauses| After::Doze(RUN_WAIT * pauses);
         assert_eq!(trickle.after_take(few - 1, napped(0), run), trickle);
+        assert_eq!(trickle.after_take(few, napped(0), run), flood, "as work");
         assert_eq!(trickle.after_take(few, napped(1), run), flood);
         assert_eq!(trickle.after_take(3 * few - 1, napped(3), run), trickle);
         assert_eq!(trickle.after_take(3 * few, napped(3), run), flood);
