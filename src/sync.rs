@@ -6,13 +6,21 @@
 
 pub(crate) use std::hint::spin_loop;
 pub(crate) use std::sync::atomic::{
-    fence, AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+    compiler_fence, fence, AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
 /// Only `fork.rs`'s handler registration uses it, on Unix outside Miri.
 #[cfg(all(unix, not(miri)))]
 pub(crate) use std::sync::Once;
 pub(crate) use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 pub(crate) use std::thread;
+
+mod barrier;
+/// The two sides of the gate's and the wake-up's fence (`sync/barrier.rs`):
+/// a publisher's, which costs nothing where the kernel lets the other side
+/// interrupt every thread, and a remover's or sleeping worker's.
+pub(crate) use self::barrier::{
+    heavy as fence_heavy, light as fence_light, prepare as prepare_fences,
+};
 
 /// Parks the calling thread for at most `timeout`: a wait whose end comes
 /// from the timeout (loom's model, which has no timed park, yields instead:

@@ -27,6 +27,19 @@ pub(crate) mod sync {
     pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
     pub(crate) use std::sync::OnceLock;
 
+    /// logbus' two sides of its fence (`src/sync/barrier.rs`), taken as
+    /// its fallback: a `SeqCst` fence each. loom has no `membarrier`; the
+    /// kernel's side is argued in `barrier.rs` and stress-tested in
+    /// `waker.rs`.
+    pub(crate) fn fence_light() {
+        fence(Ordering::SeqCst);
+    }
+
+    /// See [`fence_light`].
+    pub(crate) fn fence_heavy() {
+        fence(Ordering::SeqCst);
+    }
+
     /// Threads, with `park_timeout` taken at its worst: no timeout.
     pub(crate) mod thread {
         pub(crate) use loom::thread::{current, yield_now, Thread};

@@ -114,8 +114,9 @@ impl BrokerShared {
         ));
         let old = std::mem::replace(&mut config.snapshot, next);
         config.retired.push(old);
-        // SeqCst: the gate protocol (see `queue/gate.rs`) needs this store
-        // and the publishers' gate increments in one total order.
+        // Ordered before the removers' gate wait (`queue/gate.rs`), whose
+        // heavy fence pairs with the publishers' gate fence. SeqCst: also
+        // in one total order with the shared pushers' fences.
         self.generation.store(generation, Ordering::SeqCst);
         if self.installed.load(Ordering::Acquire) {
             log::set_max_level(config.snapshot.max_level);

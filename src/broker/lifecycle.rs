@@ -165,7 +165,8 @@ impl BrokerShared {
             if !config.shut_down {
                 config.shut_down = true;
                 // SeqCst, before the generation bump: a publisher that sees
-                // the new generation also sees `closed`.
+                // the new generation also sees `closed`; and before the gate
+                // waits below, whose heavy fence pairs with the publishers'.
                 self.closed.store(true, Ordering::SeqCst);
                 let entries = config.snapshot.entries.clone();
                 self.publish_snapshot(&mut config, entries);

@@ -63,15 +63,17 @@ pub(crate) struct BrokerShared {
     config: Mutex<Config>,
     /// The generation of the current snapshot. Written (SeqCst) under the
     /// `config` lock right after a new snapshot is stored; read by every
-    /// publish (Acquire on the fast path; for the gate re-check, after a
-    /// SeqCst fence, see `queue/gate.rs`).
+    /// publish (Acquire on the fast path; for the gate re-check, after the
+    /// gate's fence, see `queue/gate.rs`).
     generation: AtomicU64,
     /// Broker-wide record sequence. Relaxed: only uniqueness and monotonic
     /// allocation matter, which the RMW gives; it publishes no memory. On
     /// its own cache line: every publish writes it.
     seq: Arc<CacheLine<AtomicU64>>,
-    /// Set (SeqCst) once by shutdown before its generation bump; publishers
-    /// that pass the gate re-check read it to count instead of enqueue.
+    /// Set (SeqCst) once by shutdown before its generation bump and its gate
+    /// waits (whose heavy fence pairs with the publishers' gate fence,
+    /// `queue/gate.rs`); publishers that pass the gate re-check read it to
+    /// count instead of enqueue.
     closed: AtomicBool,
     /// Log calls discarded by the re-entrancy rule. Relaxed statistic.
     pub(crate) suppressed: AtomicU64,
@@ -185,6 +187,7 @@ impl Broker {
         intake: Intake,
     ) -> Broker {
         crate::clock::prepare();
+        crate::sync::prepare_fences();
         let shared = BrokerShared {
             // Relaxed: only uniqueness matters.
             id: NEXT_BROKER_ID.fetch_add(1, Ordering::Relaxed),

@@ -341,8 +341,9 @@ impl BrokerShared {
             if self.generation.load(Ordering::Relaxed) != snapshot.generation {
                 true
             } else if self.closed.load(Ordering::Relaxed) {
-                // Relaxed, after the fence: pairs with shutdown's SeqCst
-                // store (see `closed`). Counted like the early check
+                // Relaxed, after the fence: shutdown stores `closed` before
+                // its gate wait, whose heavy fence pairs with ours (see
+                // `closed`). Counted like the early check
                 // does, whatever the predicates said (not where a replay
                 // delivered it).
                 self.count_built_after_shutdown(snapshot, &route.entries, built, *journaled);

@@ -10,9 +10,12 @@
 //!
 //! - a lane's producer sets its lane's [`BusyFlag`] (a plain `Relaxed`
 //!   store; only that producer writes it), for every subscription of its
-//!   route, then issues **one** [`fence`] (`SeqCst`) for all of them;
+//!   route, then issues **one** [`fence`] for all of them: the light side
+//!   of `sync/barrier.rs`'s pair, a compiler fence where the kernel lets
+//!   the remover interrupt every thread, else a `SeqCst` fence;
 //! - a pusher without a lane increments the subscription's [`SharedGate`]
-//!   counter, then issues the same fence ([`SharedGate::enter`] does both).
+//!   counter, then issues a `SeqCst` fence ([`SharedGate::enter`] does
+//!   both).
 //!
 //! Then the pusher re-reads the broker's generation; if it changed, it
 //! leaves and routes again. It enqueues, and leaves: the flag is cleared or
@@ -20,13 +23,18 @@
 //! remover's (or a worker's) `Acquire` load that sees it gone.
 //!
 //! A remover publishes the new configuration and bumps the generation,
-//! then [`wait_closed`]: one `SeqCst` fence, then it loads every flag and
-//! the counter (`Acquire`) until none is set. The two fences are ordered
-//! in the single total order of `SeqCst` operations; for each pusher
+//! then [`wait_closed`]: the heavy side of the pair (a `SeqCst` fence, and
+//! where registered the `membarrier` call that makes every thread of the
+//! process issue a full barrier), then it loads every flag and the counter
+//! (`Acquire`) until none is set. With two `SeqCst` fences (the fallback,
+//! and what loom checks), the fences are ordered in the single total order
+//! of `SeqCst` operations; with the kernel's side, the barrier it puts
+//! into each pusher's execution is ordered before or after the pusher's
+//! flag store (`sync/barrier.rs` argues the two cases). For each pusher
 //! either
 //!
-//! - the pusher's fence comes first: the remover's loads, after its own
-//!   fence, see the pusher's flag set (or its later clearing, whose
+//! - the pusher's fence (or flag store) comes first: the remover's loads,
+//!   after its own fence, see the pusher's flag set (or its later clearing, whose
 //!   `Release` makes the enqueue visible): it waits for the enqueue, which
 //!   the worker then drains; or
 //! - the remover's fence comes first: the pusher's generation load, after
@@ -55,7 +63,8 @@
 use std::time::Instant;
 
 use crate::sync::{
-    fence as atomic_fence, spin_loop, thread, AtomicBool, AtomicUsize, CacheLine, Ordering,
+    fence as atomic_fence, fence_heavy, fence_light, spin_loop, thread, AtomicBool, AtomicUsize,
+    CacheLine, Ordering,
 };
 
 /// One lane's side of the gate: set by its producer while it enqueues.
@@ -72,13 +81,13 @@ impl BusyFlag {
     }
 
     /// Marks the producer gone. Release: its pushes happen before a
-    /// remover's `SeqCst` load that sees `false`.
+    /// remover's `Acquire` load that sees `false`.
     pub(crate) fn leave(&self) {
         self.0.store(false, Ordering::Release);
     }
 
     /// Whether the producer is inside (a remover's or a worker's look,
-    /// after its own `SeqCst` fence). Acquire: seeing the flag cleared makes
+    /// after its own heavy fence). Acquire: seeing the flag cleared makes
     /// the producer's enqueue visible (its `leave` is `Release`).
     pub(crate) fn is_set(&self) -> bool {
         self.0.load(Ordering::Acquire)
@@ -86,9 +95,13 @@ impl BusyFlag {
 }
 
 /// The producer's fence between marking its lanes busy and re-reading the
-/// generation: the other half of the remover's `SeqCst` store and loads.
+/// generation: the other half of the remover's fence ([`wait_closed`])
+/// and of a sleeping worker's (`waker.rs`). Its light side
+/// (`sync/barrier.rs`): a compiler fence where the other side makes every
+/// thread issue a full barrier, else a `SeqCst` fence.
+#[inline]
 pub(crate) fn fence() {
-    atomic_fence(Ordering::SeqCst);
+    fence_light();
 }
 
 /// The gate of the pushers that have no lane: a count of those inside.
@@ -103,7 +116,9 @@ impl SharedGate {
     /// fence that follows orders the increment.
     pub(crate) fn enter(&self) -> SharedPass<'_> {
         self.0.fetch_add(1, Ordering::Relaxed);
-        fence();
+        // A real fence (not the light side): these pushers are rare, and a
+        // fence pairs with either kind of the other side.
+        atomic_fence(Ordering::SeqCst);
         SharedPass(self)
     }
 
@@ -134,8 +149,9 @@ pub(crate) fn wait_closed<'a>(
     lanes: impl Iterator<Item = &'a BusyFlag> + Clone,
     deadline: Option<Instant>,
 ) -> bool {
-    // The remover's fence: orders the generation bump before the loads.
-    fence();
+    // The remover's fence: orders the generation bump before the loads, and
+    // is the heavy side that a producer's light one pairs with.
+    fence_heavy();
     let mut spins = 0u32;
     loop {
         let busy = shared.is_set() || lanes.clone().any(BusyFlag::is_set);
