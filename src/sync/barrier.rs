@@ -30,8 +30,10 @@
 //! that refuses it with an error, Miri, loom), both sides are `SeqCst`
 //! fences, which pair as the C++ memory model's fences do. Android is
 //! elsewhere too: before Android 10 its apps' seccomp filter kills a
-//! process that calls `membarrier`, where Linux's filters (Docker's
-//! default profile among them) allow it or return an error. Should the
+//! process that calls `membarrier`. Linux's usual filters allow it
+//! (systemd lists it in `@default`, the set every `SystemCallFilter=`
+//! allows) or return an error; a filter that kills on any call it does
+//! not list kills the process at its first broker. Should the
 //! kernel's barrier fail once the process registered (it does not, short
 //! of the kernel running out of memory for a CPU mask, which is retried),
 //! and the system-wide barrier too, the process aborts with a message on
