@@ -278,15 +278,14 @@ mod tests {
 
     /// The handshake the kernel's side of the fence (`sync/barrier.rs`)
     /// serves, run for real `rounds` times, with `light` as the publisher's
-    /// fence and `heavy` as the worker's, and `net` as the park's safety
-    /// net; returns the wake-ups lost. A
-    /// publisher pushes one record at a time as the gate does (flag, fence,
-    /// push, leave, the wake check) and waits until the worker took it; the
-    /// worker takes it and, after a delay that sweeps its way to the park
-    /// across the next push, sleeps again. Its park has a short safety net:
-    /// a park that ends by it, with a record queued whose publisher has
-    /// made its wake check, and no unpark asked for since the worker said
-    /// it sleeps, is a lost wake-up.
+    /// fence, `heavy` as the worker's and `net` as the safety net of the
+    /// worker's park; returns the wake-ups lost. A publisher pushes one
+    /// record at a time as the gate does (flag, fence, push, leave, the
+    /// wake check) and waits until the worker took it; the worker takes it
+    /// and, after a delay that sweeps its way to the park across the next
+    /// push, sleeps again. A park that ends by the net, with a record
+    /// queued whose publisher has made its wake check, and no unpark asked
+    /// for since the worker said it sleeps, is a lost wake-up.
     fn lost_wake_ups(rounds: usize, net: Duration, light: fn(), heavy: fn()) -> usize {
         let waker = Arc::new(Waker::default());
         let busy = Arc::new(BusyFlag::default());
