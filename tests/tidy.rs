@@ -295,3 +295,40 @@ fn no_room_is_over_500_lines_of_code() {
         .collect();
     assert!(large.is_empty(), "rooms over 500 lines of code: {large:?}");
 }
+
+/// The text of `file` (from the crate's root) from the first line that
+/// holds `start` up to the next line that holds `end`.
+fn span(file: &str, start: &str, end: &str) -> String {
+    let text = std::fs::read_to_string(root().join(file)).unwrap();
+    let from = text
+        .find(start)
+        .unwrap_or_else(|| panic!("`{start}` not in {file}"));
+    let rest = &text[from..];
+    let to = rest[start.len()..]
+        .find(end)
+        .map_or(rest.len(), |at| at + start.len());
+    rest[..to].to_string()
+}
+
+#[test]
+fn the_heavy_fence_stays_where_the_protocols_read_the_busy_flags() {
+    // loom checks the gate and the wake-up with both sides of the fence as
+    // `SeqCst` fences, so it cannot notice a heavy side turned back into a
+    // plain fence, which the publisher's compiler fence would not pair with
+    // (`src/sync/barrier.rs`). The two heavy sides stay where they are.
+    let remover = span("src/queue/gate.rs", "pub(crate) fn wait_closed", "\n}\n");
+    assert!(
+        remover.contains("fence_heavy();"),
+        "wait_closed lost its heavy fence"
+    );
+    let sleeper = span("src/queue/waker.rs", "pub(crate) fn sleep(", "\n    }\n");
+    assert!(
+        sleeper.contains("fence_heavy"),
+        "Waker::sleep lost its heavy fence"
+    );
+    let publisher = span("src/queue/gate.rs", "pub(crate) fn fence()", "\n}\n");
+    assert!(
+        publisher.contains("fence_light();"),
+        "the gate's fence is not the light side"
+    );
+}
