@@ -343,9 +343,8 @@ impl BrokerShared {
             } else if self.closed.load(Ordering::Relaxed) {
                 // Relaxed, after the fence: shutdown stores `closed` before
                 // its gate wait, whose heavy fence pairs with ours (see
-                // `closed`). Counted like the early check
-                // does, whatever the predicates said (not where a replay
-                // delivered it).
+                // `closed`). Counted like the early check does, whatever
+                // the predicates said (not where a replay delivered it).
                 self.count_built_after_shutdown(snapshot, &route.entries, built, *journaled);
                 *record = None;
                 false

@@ -67,9 +67,10 @@ impl Front {
         // that sees the hold ended also sees the records.
         self.held.store(false, Ordering::Release);
         // Then the caller wakes the worker, which looks at `held` only
-        // after its own fence in `Waker::sleep` (the heavy side), and registered its
-        // thread before: with this fence, either its look sees the hold
-        // ended, or our wake (after the fence) finds its thread to unpark.
+        // after its own fence in `Waker::sleep` (the heavy side), and
+        // registered its thread before: with this fence, either its look
+        // sees the hold ended, or our wake (after the fence) finds its
+        // thread to unpark.
         // The store-buffering pair of the wake-up protocol (`waker.rs`).
         fence(Ordering::SeqCst);
     }

@@ -34,9 +34,9 @@
 //! either
 //!
 //! - the pusher's fence (or flag store) comes first: the remover's loads,
-//!   after its own fence, see the pusher's flag set (or its later clearing, whose
-//!   `Release` makes the enqueue visible): it waits for the enqueue, which
-//!   the worker then drains; or
+//!   after its own fence, see the pusher's flag set (or its later
+//!   clearing, whose `Release` makes the enqueue visible): it waits for
+//!   the enqueue, which the worker then drains; or
 //! - the remover's fence comes first: the pusher's generation load, after
 //!   its fence, sees the bump: it routes again under the new configuration.
 //!
