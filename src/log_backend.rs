@@ -1,6 +1,6 @@
 //! The `log` crate backend: turning a `log::Record` into ours (under the
 //! re-entrancy rule of `thread_role.rs`), or, for a plain one on a direct
-//! route, into the parts a lane slot copies (`broker/publish.rs`,
+//! route, into the parts a lane slot copies (`broker/publish/`,
 //! `publish_direct`: the message formatted into the stack), and installing
 //! a broker as the global logger. Also the broker's side of logbus's own
 //! macros (`macros.rs`): a record whose message is formatted later, on the
@@ -354,7 +354,7 @@ impl BrokerShared {
             return;
         };
         let (level, target) = (record.level(), record.target());
-        // A plain call may take the direct path (`broker/publish.rs`).
+        // A plain call may take the direct path (`broker/publish/`).
         let plain = self.intake.redaction.is_none()
             && record.key_values().count() == 0
             && (record.module_path_static().is_some() || record.module_path().is_none())
@@ -417,7 +417,7 @@ impl BrokerShared {
             intake: &self.intake,
         };
         if self.intake.redaction.is_none() {
-            // The direct path where the route allows (`broker/publish.rs`).
+            // The direct path where the route allows (`broker/publish/`).
             self.publish_made(level, target, call);
         } else {
             self.publish(level, target, |out| call.fill(out));

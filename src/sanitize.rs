@@ -14,7 +14,7 @@
 //! same way, and so is a literal message. Each truncated record counts
 //! once in [`BrokerStats::truncated`](crate::BrokerStats::truncated).
 //!
-//! The direct path (`broker/publish.rs`) formats through [`SlotText`]
+//! The direct path (`broker/publish/`) formats through [`SlotText`]
 //! instead: into the caller's stack while the message fits a lane slot
 //! (and the bound), then, a longer one, on into the thread's spill buffer
 //! through [`Bounded`], so the bound and its mark are the same.
@@ -249,7 +249,7 @@ impl fmt::Write for Bounded<'_> {
 /// Most capacity the direct path's spill buffer keeps between calls.
 const SPILL_CAPACITY: usize = 4096;
 
-/// A direct log call's message (`broker/publish.rs`): formatted into the
+/// A direct log call's message (`broker/publish/`): formatted into the
 /// stack while it fits a slot (`queue/slot.rs`) and the size bound, then,
 /// a longer one, into the spill buffer within the bound ([`Bounded`]).
 pub(crate) struct SlotText<'s> {

@@ -45,7 +45,7 @@ struct Sub {
     waker: Waker,
 }
 
-/// A publisher as `src/broker/publish.rs` runs it: mark the lane busy,
+/// A publisher as `src/broker/publish/` runs it: mark the lane busy,
 /// the gate's fence, push, leave, then wake a worker that said it sleeps
 /// (`PublishGate`'s and `LaneGate`'s drop).
 fn publish(sub: &Sub) {

@@ -4,7 +4,8 @@
 //! |---|---|
 //! | `mod.rs` | [`Broker`], [`BrokerHandle`], the shared state, stats |
 //! | `config.rs` | configuration as immutable snapshots: subscribe, reconfigure, unsubscribe |
-//! | `publish.rs` | the caller's path: route, build the record, pass the gates, push |
+//! | `publish/mod.rs` | the caller's path: route, build the record, pass the gates, push |
+//! | `publish/direct.rs` | the direct path: a plain record's parts copied into a lane |
 //! | `lifecycle.rs` | flush barriers and shutdown |
 //! | `journal.rs` | the journal's settings and reader, a replay's last step, loss-free replacement |
 //!

@@ -1,7 +1,7 @@
 //! One place in a lane (`lane.rs`): a plain record's parts, or a shared
 //! record's pointer.
 //!
-//! The direct path (`broker/publish.rs`, `publish_direct`) builds no record
+//! The direct path (`broker/publish/direct.rs`, `publish_direct`) builds no record
 //! on the caller's thread: the parts of a plain record (an interned topic,
 //! a formatted message of at most [`INLINE_TEXT`] bytes or a literal, a
 //! `'static` location, no key-values: see `Parts`) are copied into the

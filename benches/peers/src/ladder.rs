@@ -1,7 +1,7 @@
 //! The caller's ladder (issue 16): what each thing logbus's direct path does
 //! costs a log call, measured one at a time in this harness, without logbus.
 //! Every rung does what the rung before it does, plus one thing
-//! `src/broker/publish.rs` does on the caller's thread:
+//! `src/broker/publish/` does on the caller's thread:
 //!
 //! | logger | adds |
 //! |---|---|

@@ -1,5 +1,6 @@
 //! The caller's path: everything a log call does on the caller's thread,
-//! in order. Read this file alone to review the hot path.
+//! in order. Read this file and `direct.rs` (the direct path) alone to
+//! review the hot path.
 //!
 //! 1. [`BrokerShared::publish`] finds the thread's view of the broker
 //!    (`route.rs`), refreshed if the generation moved (one atomic load);
@@ -16,7 +17,7 @@
 //!    recorder's trigger collects its context from the journal
 //!    (`journal/recorder.rs`);
 //! 5. the [`PublishGate`] marks the chosen subscriptions' lanes busy (the
-//!    direct path's [`LaneGate`], its one lane), one fence, the generation
+//!    direct path's `LaneGate`, its one lane), one fence, the generation
 //!    re-checked (a change routes again; after shutdown the record is
 //!    counted instead);
 //! 6. the record is pushed into each lane under its overflow policy
@@ -24,7 +25,8 @@
 //!    reference; the gate is left, and a worker that said it sleeps is
 //!    woken (`queue/waker.rs`).
 //!
-//! [`BrokerShared::publish_made`] takes the direct path in the common case,
+//! [`BrokerShared::publish_made`] takes the direct path (`direct.rs`) in
+//! the common case,
 //! a plain record (an interned topic, a `'static` location, no key-values)
 //! routed to exactly one subscription with no predicate, no journal and no
 //! flight recorder: no record is built on the caller's thread. The message
@@ -36,8 +38,12 @@
 //! slot, and no reference count or recycled record crosses between the
 //! threads.
 
+mod direct;
+
 use logbus_appenders::__private_api as produce;
 use logbus_appenders::{Record, Topic};
+
+use self::direct::Direct;
 
 use super::BrokerShared;
 use crate::journal::{JournalRoute, Retention};
@@ -451,87 +457,6 @@ impl<F: FnOnce(&mut Record)> Make for Fill<F> {
     }
 }
 
-impl BrokerShared {
-    /// The direct path on a route the usual path looked up. If it does not
-    /// take the call, the usual path does, with the message formatted
-    /// already if `call.text` was called.
-    fn publish_direct(
-        &self,
-        snapshot: &Snapshot,
-        route: &route::Route,
-        lanes: &mut [Option<LaneProducer>],
-        stash: &mut Stash,
-        call: &mut impl Make,
-    ) -> Direct {
-        let [i] = *route.entries else {
-            return Direct::Usual;
-        };
-        let entry = &snapshot.entries[i as usize];
-        if route.journal || route.recorders || entry.predicate.is_some() {
-            return Direct::Usual;
-        }
-        let Some(topic) = produce::static_topic(&route.topic) else {
-            return Direct::Usual;
-        };
-        // Before the user's `Display` code, as the usual path stamps.
-        let stamp = crate::clock::stamp();
-        let Some(text) = call.text() else {
-            return Direct::Usual;
-        };
-        let mut parts = produce::Parts {
-            seq: 0,
-            topic,
-            stamp,
-            module_path: text.module_path,
-            file: text.file,
-            line: text.line,
-            thread: thread_role::thread_info(),
-            message: text.message,
-            literal: text.literal,
-            deferred: text.deferred,
-        };
-        // The seq is taken once the parts fit a slot: parts that do not (a
-        // deferred message's string argument, or too many arguments) take
-        // the usual path, which takes its own. Relaxed: see `seq`.
-        let take_seq = || self.seq.fetch_add(1, Ordering::Relaxed);
-        let Some(item) = Item::parts_with_seq(&mut parts, take_seq) else {
-            return Direct::Usual;
-        };
-        // A subscription replaying from an offset ahead of the journal
-        // starts there (`journal/replay.rs`): it skips the record, as
-        // `Chosen` says.
-        if item.seq() < entry.start {
-            return Direct::Done;
-        }
-        let sub = &*entry.sub;
-        let gate = LaneGate::enter(sub, &mut lanes[i as usize]);
-        queue::gate_fence();
-        // Relaxed, after the fence: as in `publish_usual`.
-        if self.generation.load(Ordering::Relaxed) != snapshot.generation {
-            // Route again, with the text made; the seq taken is left unused.
-            return Direct::Reroute;
-        }
-        if self.closed.load(Ordering::Relaxed) {
-            self.count_after_shutdown(snapshot, &route.entries);
-            return Direct::Done;
-        }
-        sub.push_lane(gate.lane, item, |dropped| stash.reclaim(dropped));
-        Direct::Done
-        // `gate` drops here: the lane leaves, the worker is woken.
-    }
-}
-
-/// What the direct path did with a call.
-enum Direct {
-    /// Enqueued, or counted (after shutdown), or skipped (a replay's start).
-    Done,
-    /// Not a direct route, or a message longer than a slot: the usual path
-    /// takes it on the same route.
-    Usual,
-    /// The snapshot changed under the gate: route again.
-    Reroute,
-}
-
 /// The publisher's side of the gates of the subscriptions it enqueues into
 /// (`queue/gate.rs`): its lanes' busy flags, set by `enter` and cleared when
 /// dropped (also on unwinding, so a panic cannot leave a subscription's
@@ -610,39 +535,6 @@ impl Drop for PublishGate<'_, '_> {
         if cede {
             // Outside every gate, after the wake-ups: the worker we
             // outpaced can have our core.
-            queue::cede();
-        }
-    }
-}
-
-/// The direct path's gate: [`PublishGate`] for one subscription, whose
-/// lane the call always uses (a direct call never goes through a temporary
-/// view). The lane is marked busy by `enter` (made, wide, if this thread
-/// has none yet); dropping the gate leaves it (also on unwinding) and wakes
-/// the worker if it said it sleeps, as `PublishGate` does.
-struct LaneGate<'v> {
-    lane: &'v mut LaneProducer,
-    sub: &'v SubShared,
-}
-
-impl<'v> LaneGate<'v> {
-    /// Marks this thread's lane into `sub` busy; the caller then issues the
-    /// fence.
-    #[inline]
-    fn enter(sub: &'v SubShared, lane: &'v mut Option<LaneProducer>) -> LaneGate<'v> {
-        let lane = lane.get_or_insert_with(|| sub.queue.new_lane(true));
-        lane.busy().enter();
-        LaneGate { lane, sub }
-    }
-}
-
-impl Drop for LaneGate<'_> {
-    /// As [`PublishGate`]'s drop, for its one lane.
-    #[inline]
-    fn drop(&mut self) {
-        let cede = leave(self.lane, self.sub);
-        self.sub.queue.waker.wake_if_sleeping();
-        if cede {
             queue::cede();
         }
     }

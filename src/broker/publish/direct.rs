@@ -1,0 +1,133 @@
+//! The direct path of the caller's path (`mod.rs` is the rest): a plain
+//! or deferred record routed to one subscription with no predicate, no
+//! journal and no flight recorder travels as its parts, copied into the
+//! subscription's lane (`queue/slot.rs`) through the one-lane
+//! [`LaneGate`]; no record is built on the caller's thread, and the worker
+//! builds its own. Every step the usual path takes for a record (`seq`,
+//! the gate, the generation and shutdown re-checks, the overflow policy,
+//! the wake-up) is taken here for the parts, in the same order.
+
+use logbus_appenders::__private_api as produce;
+
+use super::{leave, Make};
+use crate::broker::BrokerShared;
+use crate::queue::{self, Item, LaneProducer};
+use crate::recycle::Stash;
+use crate::route::{self, Snapshot};
+use crate::subscription::SubShared;
+use crate::sync::Ordering;
+use crate::thread_role;
+
+impl BrokerShared {
+    /// The direct path on a route the usual path looked up. If it does not
+    /// take the call, the usual path does, with the message formatted
+    /// already if `call.text` was called.
+    pub(super) fn publish_direct(
+        &self,
+        snapshot: &Snapshot,
+        route: &route::Route,
+        lanes: &mut [Option<LaneProducer>],
+        stash: &mut Stash,
+        call: &mut impl Make,
+    ) -> Direct {
+        let [i] = *route.entries else {
+            return Direct::Usual;
+        };
+        let entry = &snapshot.entries[i as usize];
+        if route.journal || route.recorders || entry.predicate.is_some() {
+            return Direct::Usual;
+        }
+        let Some(topic) = produce::static_topic(&route.topic) else {
+            return Direct::Usual;
+        };
+        // Before the user's `Display` code, as the usual path stamps.
+        let stamp = crate::clock::stamp();
+        let Some(text) = call.text() else {
+            return Direct::Usual;
+        };
+        let mut parts = produce::Parts {
+            seq: 0,
+            topic,
+            stamp,
+            module_path: text.module_path,
+            file: text.file,
+            line: text.line,
+            thread: thread_role::thread_info(),
+            message: text.message,
+            literal: text.literal,
+            deferred: text.deferred,
+        };
+        // The seq is taken once the parts fit a slot: parts that do not (a
+        // deferred message's string argument, or too many arguments) take
+        // the usual path, which takes its own. Relaxed: see `seq`.
+        let take_seq = || self.seq.fetch_add(1, Ordering::Relaxed);
+        let Some(item) = Item::parts_with_seq(&mut parts, take_seq) else {
+            return Direct::Usual;
+        };
+        // A subscription replaying from an offset ahead of the journal
+        // starts there (`journal/replay.rs`): it skips the record, as
+        // `Chosen` says.
+        if item.seq() < entry.start {
+            return Direct::Done;
+        }
+        let sub = &*entry.sub;
+        let gate = LaneGate::enter(sub, &mut lanes[i as usize]);
+        queue::gate_fence();
+        // Relaxed, after the fence: as in `publish_usual`.
+        if self.generation.load(Ordering::Relaxed) != snapshot.generation {
+            // Route again, with the text made; the seq taken is left unused.
+            return Direct::Reroute;
+        }
+        if self.closed.load(Ordering::Relaxed) {
+            self.count_after_shutdown(snapshot, &route.entries);
+            return Direct::Done;
+        }
+        sub.push_lane(gate.lane, item, |dropped| stash.reclaim(dropped));
+        Direct::Done
+        // `gate` drops here: the lane leaves, the worker is woken.
+    }
+}
+
+/// What the direct path did with a call.
+pub(super) enum Direct {
+    /// Enqueued, or counted (after shutdown), or skipped (a replay's start).
+    Done,
+    /// Not a direct route, or a message longer than a slot: the usual path
+    /// takes it on the same route.
+    Usual,
+    /// The snapshot changed under the gate: route again.
+    Reroute,
+}
+
+/// The direct path's gate: [`PublishGate`] for one subscription, whose
+/// lane the call always uses (a direct call never goes through a temporary
+/// view). The lane is marked busy by `enter` (made, wide, if this thread
+/// has none yet); dropping the gate leaves it (also on unwinding) and wakes
+/// the worker if it said it sleeps, as `PublishGate` does.
+struct LaneGate<'v> {
+    lane: &'v mut LaneProducer,
+    sub: &'v SubShared,
+}
+
+impl<'v> LaneGate<'v> {
+    /// Marks this thread's lane into `sub` busy; the caller then issues the
+    /// fence.
+    #[inline]
+    fn enter(sub: &'v SubShared, lane: &'v mut Option<LaneProducer>) -> LaneGate<'v> {
+        let lane = lane.get_or_insert_with(|| sub.queue.new_lane(true));
+        lane.busy().enter();
+        LaneGate { lane, sub }
+    }
+}
+
+impl Drop for LaneGate<'_> {
+    /// As [`PublishGate`]'s drop, for its one lane.
+    #[inline]
+    fn drop(&mut self) {
+        let cede = leave(self.lane, self.sub);
+        self.sub.queue.waker.wake_if_sleeping();
+        if cede {
+            queue::cede();
+        }
+    }
+}
