@@ -30,12 +30,12 @@
 ///   so formatting it later never cuts it.
 ///
 /// Then the caller copies the arguments and the format string into the
-/// record and formats nothing. Where the call's route is one subscription
-/// (no filter, journal, flight recorder or redaction) and its arguments
-/// take at most six words (one each, two for a 128-bit integer; no string
-/// literal), not even a record is made on the caller's thread: the format
-/// string's pointer and the arguments' bits go straight into the
-/// subscription's queue, and the worker builds the record. The message is
+/// record and formats nothing. Where the call's route is one to four
+/// subscriptions (no filter, journal, flight recorder or redaction) and
+/// its arguments take at most six words (one each, two for a 128-bit
+/// integer; no string literal), not even a record is made on the caller's
+/// thread: the format string's pointer and the arguments' bits go straight
+/// into each subscription's queue, and its worker builds the record. The message is
 /// formatted when first read,
 /// usually by the appender on the worker, with std's own formatting of
 /// each argument: the text is the one `log::log!` would have made, byte for

@@ -1,9 +1,12 @@
-//! The direct path under stress: a plain record for one subscription
-//! travels as its parts copied into the lane (`src/broker/publish.rs`,
-//! `src/queue/slot.rs`). Floods with a byte bound, reconfiguration and
-//! removal racing the publishers, and calls at thread exit: every record
-//! whole, formatted once, and counted once. A deferred message of
-//! logbus's macros takes the same path as its template and arguments.
+//! The direct path under stress: a plain record for one to four
+//! subscriptions travels as its parts copied into each lane
+//! (`src/broker/publish/direct.rs`, `src/queue/slot.rs`). Floods with a
+//! byte bound (and, for several subscriptions, under each overflow
+//! policy), reconfiguration and removal racing the publishers, and calls at
+//! thread exit: every record whole, formatted once, and counted once per
+//! subscription; copies carry one `seq`, one time and one call site. A
+//! deferred message of logbus's macros takes the same path as its template
+//! and arguments.
 
 mod common;
 
@@ -14,7 +17,10 @@ use logbus::{AppendError, Appender, OverflowPolicy, Record, Subscription};
 /// Counts the records of the flood (not logbus's own) and keeps those
 /// that `whole` says are not what their thread logged.
 #[derive(Clone)]
-struct Check(Arc<Mutex<(u64, Vec<String>)>>, fn(&Record) -> bool);
+struct Check(Arc<Tally>, fn(&Record) -> bool);
+
+/// What a [`Check`] keeps: the records it saw, and the bad ones.
+type Tally = Mutex<(u64, Vec<String>)>;
 
 /// The check of plain records.
 impl Default for Check {
@@ -83,19 +89,29 @@ fn log_plain(broker: &logbus::BrokerHandle, t: u64, i: u64) {
 /// never dropped).
 fn flood_balances(
     appender: impl logbus::Appender + 'static,
-    tally: &Mutex<(u64, Vec<String>)>,
+    tally: &Tally,
     prefix: &str,
     log: fn(&logbus::BrokerHandle, u64, u64),
 ) {
+    let bounded = Subscription::builder("s", appender)
+        .capacity(64)
+        .max_bytes(20_000)
+        .overflow(OverflowPolicy::DropOldest);
+    flood_balances_into(vec![(bounded, tally)], prefix, log);
+}
+
+/// [`flood_balances`] into every subscription of `subs`, each with the
+/// tally its appender keeps; returns each one's stats after the flood.
+fn flood_balances_into(
+    subs: Vec<(logbus::SubscriptionBuilder, &Tally)>,
+    prefix: &str,
+    log: fn(&logbus::BrokerHandle, u64, u64),
+) -> Vec<logbus::SubscriptionStats> {
     let broker = common::broker();
-    let handle = broker
-        .subscribe(
-            Subscription::builder("s", appender)
-                .capacity(64)
-                .max_bytes(20_000)
-                .overflow(OverflowPolicy::DropOldest),
-        )
-        .unwrap();
+    let subs: Vec<_> = subs
+        .into_iter()
+        .map(|(builder, tally)| (broker.subscribe(builder).unwrap(), tally))
+        .collect();
     let threads: Vec<_> = (0..6)
         .map(|t| {
             let broker = broker.handle();
@@ -113,28 +129,33 @@ fn flood_balances(
         t.join().unwrap();
     }
     broker.flush().unwrap();
-    let s = handle.stats();
-    let g = tally.lock().unwrap();
-    assert!(
-        g.1.is_empty(),
-        "bad records: {:?}",
-        &g.1[..g.1.len().min(5)]
-    );
-    assert_eq!(s.matched, 6 * 20_000);
-    assert_eq!(s.written, g.0);
-    assert_eq!(
-        s.matched,
-        s.written + s.dropped + s.dead_lettered + s.lost,
-        "{s:?}"
-    );
-    assert_eq!(s.in_queue, 0);
-    drop(g);
-    let dropped = handle.stats().dropped;
+    let mut stats = Vec::new();
+    for (handle, tally) in &subs {
+        let s = handle.stats();
+        let g = tally.lock().unwrap();
+        assert!(
+            g.1.is_empty(),
+            "bad records: {:?}",
+            &g.1[..g.1.len().min(5)]
+        );
+        assert_eq!(s.matched, 6 * 20_000);
+        assert_eq!(s.written, g.0);
+        assert_eq!(
+            s.matched,
+            s.written + s.dropped + s.dead_lettered + s.lost,
+            "{s:?}"
+        );
+        assert_eq!(s.in_queue, 0);
+        stats.push(s);
+    }
+    let dropped: Vec<_> = subs.iter().map(|(h, _)| h.stats().dropped).collect();
     for i in 0..1000u64 {
         log(&broker.handle(), 0, i);
         broker.flush().unwrap();
     }
-    assert_eq!(handle.stats().dropped, dropped);
+    let after: Vec<_> = subs.iter().map(|(h, _)| h.stats().dropped).collect();
+    assert_eq!(after, dropped);
+    stats
 }
 
 /// Many threads flood one drop-oldest subscription with a byte bound through
@@ -445,4 +466,244 @@ fn records_an_appender_keeps_are_its_alone_after_a_flush() {
             assert_eq!(record.message(), format!("r{r} n{i}"));
         }
     }
+}
+
+/// [`flood_balances_into`] three subscriptions, one per overflow policy,
+/// each checking its records with its own `check()`: each subscription's
+/// books balance on its own copies, and the `Block` one loses nothing.
+fn fan_out_flood_balances(
+    check: fn() -> Check,
+    prefix: &str,
+    log: fn(&logbus::BrokerHandle, u64, u64),
+) {
+    let checks = [check(), check(), check()];
+    let subs = vec![
+        (
+            Subscription::builder("oldest", checks[0].clone())
+                .capacity(64)
+                .max_bytes(20_000)
+                .overflow(OverflowPolicy::DropOldest),
+            &*checks[0].0,
+        ),
+        (
+            Subscription::builder("newest", checks[1].clone())
+                .capacity(64)
+                .overflow(OverflowPolicy::DropNewest),
+            &*checks[1].0,
+        ),
+        (
+            Subscription::builder("block", checks[2].clone())
+                .capacity(64)
+                .overflow(OverflowPolicy::Block),
+            &*checks[2].0,
+        ),
+    ];
+    let stats = flood_balances_into(subs, prefix, log);
+    let block = &stats[2];
+    assert_eq!((block.written, block.dropped), (6 * 20_000, 0), "{block:?}");
+}
+
+/// Plain calls routed to three subscriptions, one per overflow policy, take
+/// the direct path as copies of their parts (the spilled ones, one shared
+/// record): every record each gets is whole and names its own thread, each
+/// subscription's books balance, and the byte budget comes back whole.
+#[test]
+fn fan_out_flood_balances_under_every_policy() {
+    fan_out_flood_balances(Check::default, "w", log_plain);
+}
+
+/// The same with deferred calls of logbus's macros, direct and not.
+#[test]
+fn fan_out_deferred_flood_balances_under_every_policy() {
+    fan_out_flood_balances(|| Check(Arc::default(), decoded_whole), "d", log_decoded);
+}
+
+/// A copy of each record of `messages` in each of `handles`, by message.
+fn by_message(handle: &logbus::MemoryHandle) -> std::collections::BTreeMap<String, Arc<Record>> {
+    handle
+        .records()
+        .into_iter()
+        .map(|r| (r.message().to_owned(), r))
+        .collect()
+}
+
+/// Subscribes `count` memory appenders (the first with `first`'s settings
+/// on top), logs a plain, a literal, a deferred and a spilled call from a
+/// named thread, and returns what each appender got, by message.
+fn fan_out(
+    count: usize,
+    first: impl FnOnce(logbus::SubscriptionBuilder) -> logbus::SubscriptionBuilder,
+) -> Vec<std::collections::BTreeMap<String, Arc<Record>>> {
+    let broker = common::broker();
+    let mut first = Some(first);
+    let handles: Vec<_> = (0..count)
+        .map(|k| {
+            let (memory, handle) = logbus::Memory::new();
+            let builder = Subscription::builder(format!("m{k}"), memory);
+            let builder = match first.take() {
+                Some(first) => first(builder),
+                None => builder,
+            };
+            broker.subscribe(builder).unwrap();
+            handle
+        })
+        .collect();
+    let b = broker.handle();
+    std::thread::Builder::new()
+        .name("fan".into())
+        .spawn(move || {
+            for i in 0..50u64 {
+                log::info!(logger: b, target: "app", "plain {i}");
+                log::info!(logger: b, target: "app", "literal");
+                logbus::info!(logger: b, target: "app", "deferred {} {}", i, i % 7);
+                log::info!(logger: b, target: "app", "spilled {i} {}", "s".repeat(70));
+            }
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    broker.flush().unwrap();
+    handles.iter().map(by_message).collect()
+}
+
+/// Whether every output got every record with one `seq`, one time and one
+/// call site, and whether they share one record (`Arc::ptr_eq`) or each has
+/// its own copy, by message.
+fn same_records(
+    outputs: &[std::collections::BTreeMap<String, Arc<Record>>],
+) -> Vec<(String, bool)> {
+    let first = &outputs[0];
+    assert_eq!(first.len(), 50 * 3 + 1, "the literal comes once per output");
+    first
+        .iter()
+        .map(|(message, record)| {
+            let mut shared = true;
+            for other in &outputs[1..] {
+                let copy = &other[message];
+                let site = |r: &Record| (r.seq(), r.time(), r.level(), r.target().to_owned());
+                assert_eq!(site(copy), site(record), "{message}");
+                let place = |r: &Record| {
+                    (
+                        r.module_path().map(str::to_owned),
+                        r.file().map(str::to_owned),
+                        r.line(),
+                    )
+                };
+                assert_eq!(place(copy), place(record), "{message}");
+                assert_eq!(copy.thread().name, Some("fan"), "{message}");
+                assert_eq!(copy.topic().as_str(), record.topic().as_str(), "{message}");
+                shared &= Arc::ptr_eq(copy, record);
+            }
+            (message.clone(), shared)
+        })
+        .collect()
+}
+
+/// A plain or deferred call routed to two to four subscriptions reaches
+/// each as its own copy, with one `seq`, one time (converted once, on the
+/// caller's thread) and one call site; a spilled message travels as one
+/// shared record.
+#[test]
+fn copies_carry_one_seq_one_time_and_one_call_site() {
+    for count in 2..=4 {
+        for (message, shared) in same_records(&fan_out(count, |b| b)) {
+            let expect_shared = message.starts_with("spilled");
+            assert_eq!(shared, expect_shared, "{count} subscriptions: {message}");
+        }
+    }
+}
+
+/// Past four subscriptions, or with a predicate on the route, every call
+/// travels as one shared record, as before copies.
+#[test]
+fn five_subscriptions_or_a_predicate_share_one_record() {
+    for outputs in [fan_out(5, |b| b), fan_out(2, |b| b.filter(|_| true))] {
+        for (message, shared) in same_records(&outputs) {
+            assert!(shared, "{message}");
+        }
+    }
+}
+
+/// A subscription replaying from an offset ahead of the journal skips the
+/// live records below it, also when they reach it as copies (the journal
+/// keeps only warnings here, so an info record takes the direct path).
+#[test]
+fn copies_skip_what_a_replay_from_ahead_has_not_reached() {
+    common::enable_all_levels();
+    let broker = logbus::builder()
+        .journal(logbus::Journal::new().level(logbus::LevelFilter::Warn))
+        .build()
+        .unwrap();
+    let (now, from_now) = logbus::Memory::new();
+    broker.subscribe(Subscription::builder("now", now)).unwrap();
+    let (ahead, from_ahead) = logbus::Memory::new();
+    broker
+        .subscribe(Subscription::builder("ahead", ahead).replay(logbus::Replay::From(5)))
+        .unwrap();
+    for i in 0..10u64 {
+        log::info!(logger: broker.handle(), target: "app", "m{i}");
+    }
+    broker.flush().unwrap();
+    let first = from_now.seqs()[0];
+    let seqs = |h: &logbus::MemoryHandle| h.seqs().iter().map(|s| s - first).collect::<Vec<_>>();
+    assert_eq!(seqs(&from_now), (0..10).collect::<Vec<_>>());
+    assert_eq!(first, 0, "no record was published before");
+    assert_eq!(from_ahead.seqs(), (5..10).collect::<Vec<_>>());
+}
+
+/// Unsubscribing one of two subscriptions while threads publish copies to
+/// both: each incarnation's books balance when it is removed, and the one
+/// that stays gets every call.
+#[test]
+fn copies_race_unsubscribe() {
+    let broker = common::broker();
+    let stay = Check::default();
+    let stays = broker
+        .subscribe(Subscription::builder("stay", stay.clone()).overflow(OverflowPolicy::Block))
+        .unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let pubs: Vec<_> = (0..3)
+        .map(|t| {
+            let b = broker.handle();
+            let stop = Arc::clone(&stop);
+            std::thread::Builder::new()
+                .name(format!("w{t}"))
+                .spawn(move || {
+                    let mut i = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        log::info!(logger: b, target: "app", "w{t} n{i}");
+                        i += 1;
+                    }
+                    i
+                })
+                .unwrap()
+        })
+        .collect();
+    let mut total = 0;
+    for round in 0..200 {
+        let check = Check::default();
+        broker
+            .subscribe(Subscription::builder("s", check.clone()).capacity(16))
+            .unwrap();
+        broker.flush().unwrap();
+        let s = broker.unsubscribe("s").unwrap();
+        let g = check.0.lock().unwrap();
+        assert!(g.1.is_empty(), "{:?}", &g.1[..g.1.len().min(3)]);
+        assert_eq!(s.in_queue, 0, "round {round}: {s:?}");
+        assert_eq!(
+            s.matched,
+            s.written + s.dropped + s.dead_lettered + s.lost,
+            "round {round}: {s:?}"
+        );
+        assert_eq!(g.0, s.written, "round {round}: {s:?}");
+        total += s.matched;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let calls: u64 = pubs.into_iter().map(|p| p.join().unwrap()).sum();
+    broker.flush().unwrap();
+    let s = stays.stats();
+    let g = stay.0.lock().unwrap();
+    assert!(g.1.is_empty(), "{:?}", &g.1[..g.1.len().min(3)]);
+    assert_eq!((s.matched, s.written, g.0), (calls, calls, calls), "{s:?}");
+    assert!(total > 0, "the publishers reached the churned subscription");
 }

@@ -128,13 +128,15 @@ fn assert_within(time: SystemTime, before: SystemTime, after: SystemTime, what: 
 
 /// Both checks below.
 fn check_record_times() {
-    check_shared_records();
+    check_four_outputs();
     check_mixed_ways();
 }
 
-/// Logs from this thread (each call bracketed by clock reads) and from others, then checks
-/// every record's time, per thread order, and the console's rendering of it.
-fn check_shared_records() {
+/// Logs from this thread (each call bracketed by clock reads) and from others into four
+/// subscriptions (so each call's parts are copied to each, its stamp converted once on the
+/// caller's thread), then checks every record's time, per thread order, one time in every
+/// output, and the console's rendering of it.
+fn check_four_outputs() {
     let broker = common::broker();
     // Decided as the broker was built: which of the two paths this run takes.
     assert_eq!(logbus::testing::__stamp_source(), expected_source());
@@ -236,25 +238,32 @@ fn check_shared_records() {
     }
 }
 
-/// One thread alternates records for one subscription (the direct path: the worker builds
-/// the record from the slot) and for two (one record, shared): each is within the clock reads
-/// around its call, a shared record has one time in both outputs, and the thread's times in
-/// the output that has both kinds never go back.
+/// One thread rotates records for one subscription (the direct path: the worker builds the
+/// record from the slot and converts its ticks), for two (copies of the parts, the stamp
+/// converted on the caller's thread) and for two of which one has a predicate (one shared
+/// record, converted by its first reader): each is within the clock reads around its call,
+/// a record has one time in both its outputs, and the thread's times in the output that has
+/// every kind never go back.
 fn check_mixed_ways() {
     let broker = common::broker();
     let (all, all_records) = Memory::new();
     broker.subscribe(Subscription::builder("all", all)).unwrap();
+    let (copies, copies_records) = Memory::new();
+    broker
+        .subscribe(Subscription::builder("copies", copies).pattern("*.copies.#"))
+        .unwrap();
     let (shared, shared_records) = Memory::new();
     broker
-        .subscribe(Subscription::builder("shared", shared).pattern("*.shared.#"))
+        .subscribe(
+            Subscription::builder("shared", shared)
+                .pattern("*.shared.#")
+                .filter(|_| true),
+        )
         .unwrap();
     let mut brackets = BTreeMap::new();
     for i in 0..PER_THREAD {
-        let (target, message) = if i % 2 == 0 {
-            ("shared", format!("shared:{i}"))
-        } else {
-            ("alone", format!("alone:{i}"))
-        };
+        let target = ["shared", "copies", "alone"][i % 3];
+        let message = format!("{target}:{i}");
         let before = SystemTime::now();
         log::info!(logger: &broker, target: target, "{message}");
         brackets.insert(message, (before, SystemTime::now()));
@@ -281,15 +290,18 @@ fn check_mixed_ways() {
         .iter()
         .map(|record| (record.message(), record.time()))
         .collect();
-    let shared = shared_records.records();
-    assert_eq!(shared.len(), PER_THREAD / 2);
-    for record in &shared {
-        assert_eq!(
-            record.time(),
-            times[record.message()],
-            "{}: one time in both outputs",
-            record.message()
-        );
+    for (output, kind) in [(&copies_records, "copies"), (&shared_records, "shared")] {
+        let got = output.records();
+        let expected = (0..PER_THREAD).filter(|i| ["shared", "copies", "alone"][i % 3] == kind);
+        assert_eq!(got.len(), expected.count(), "{kind}");
+        for record in &got {
+            assert_eq!(
+                record.time(),
+                times[record.message()],
+                "{}: one time in both outputs",
+                record.message()
+            );
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! | `mod.rs` | [`Broker`], [`BrokerHandle`], the shared state, stats |
 //! | `config.rs` | configuration as immutable snapshots: subscribe, reconfigure, unsubscribe |
 //! | `publish/mod.rs` | the caller's path: route, build the record, pass the gates, push |
-//! | `publish/direct.rs` | the direct path: a plain record's parts copied into a lane |
+//! | `publish/direct.rs` | the direct path: a plain record's parts copied into one to four lanes |
 //! | `lifecycle.rs` | flush barriers and shutdown |
 //! | `journal.rs` | the journal's settings and reader, a replay's last step, loss-free replacement |
 //!
@@ -593,10 +593,11 @@ mod tests {
         }
     }
 
-    /// The direct path takes a plain record for one subscription (and only
-    /// then), and the worker writes what the caller formatted; a message
-    /// longer than a slot goes the usual way with its text made, and a
-    /// second subscription makes the call skip the direct path unformatted.
+    /// The direct path takes a plain record for one subscription, and as
+    /// copies for two, and the worker writes what the caller formatted; a
+    /// message longer than a slot goes the usual way with its text made,
+    /// and a subscription with a predicate on the route makes the call skip
+    /// the direct path unformatted.
     #[test]
     fn the_direct_path_takes_what_it_can_and_steps_aside_otherwise() {
         let broker = Broker::new();
@@ -606,29 +607,36 @@ mod tests {
             .unwrap();
         let shared = &broker.handle().shared;
         let mut ways = Vec::new();
-        for message in [Some("direct"), None] {
-            let call = Call {
-                message,
-                ways: &mut ways,
-            };
-            shared.publish_made(log::Level::Info, "app", call);
-        }
-        assert_eq!(ways, ["text", "text", "fill"]);
-        broker
-            .subscribe(Subscription::builder("two", Tally::default()))
-            .unwrap();
-        ways.clear();
-        let call = Call {
-            message: Some("shared"),
-            ways: &mut ways,
+        let publish = |message, ways: &mut Vec<_>| {
+            ways.clear();
+            shared.publish_made(log::Level::Info, "app", Call { message, ways });
         };
-        shared.publish_made(log::Level::Info, "app", call);
+        publish(Some("direct"), &mut ways);
+        assert_eq!(ways, ["text"]);
+        publish(None, &mut ways);
+        assert_eq!(ways, ["text", "fill"]);
+        let two = Tally::default();
+        broker
+            .subscribe(Subscription::builder("two", two.clone()))
+            .unwrap();
+        publish(Some("copies"), &mut ways);
+        assert_eq!(ways, ["text"]);
+        broker
+            .subscribe(Subscription::builder("three", Tally::default()).filter(|_| true))
+            .unwrap();
+        publish(Some("shared"), &mut ways);
         assert_eq!(ways, ["fill"]);
         broker.flush().unwrap();
         assert_eq!(
             *tally.0.lock().unwrap(),
-            ["direct", "made before, longer than a slot", "shared"]
+            [
+                "direct",
+                "made before, longer than a slot",
+                "copies",
+                "shared"
+            ]
         );
+        assert_eq!(*two.0.lock().unwrap(), ["copies", "shared"]);
     }
 
     /// The whole broker on a small scale, for Miri (`.ci/miri`): two

@@ -36,6 +36,33 @@ pub(crate) fn stamp() -> Stamp {
     }
 }
 
+/// The stamp of a record that travels as copies to several workers (the
+/// direct path's fan-out, `broker/publish/direct.rs`): a counter reading converted
+/// here, on the caller's thread, so that every copy carries one time. Each
+/// worker converting the ticks would use its own anchor, and two anchors
+/// disagree by nanoseconds (`convert.rs`, "Accuracy"), which one line
+/// printed by two appenders would show.
+///
+/// The conversion is the one a worker makes, with this thread's anchor: in
+/// a flood a thread-local load, a compare and a multiply; a thread that
+/// logs less often than once a millisecond reads a new anchor first
+/// (`tsc.rs`, `convert_slowly`). The result travels as a tick stamp whose
+/// ticks are the nanoseconds and whose converter is [`converted`], so
+/// neither side does `SystemTime` arithmetic.
+#[inline]
+pub(crate) fn stamp_converted() -> Stamp {
+    match stamp() {
+        Stamp::Ticks(ticks, convert) => Stamp::Ticks(convert(ticks) as u64, converted),
+        wall => wall,
+    }
+}
+
+/// The converter of a stamp converted already ([`stamp_converted`]): its
+/// ticks are the nanoseconds since the Unix epoch (as `u64` bits).
+fn converted(nanos: u64) -> i64 {
+    nanos as i64
+}
+
 /// Notes, on a worker's thread, that it has just taken records off its
 /// queue, so that it converts their stamps without a counter read each.
 #[inline]

@@ -1,15 +1,19 @@
 //! The direct path of the caller's path (`mod.rs` is the rest): a plain
-//! or deferred record routed to one subscription with no predicate, no
-//! journal and no flight recorder travels as its parts, copied into the
-//! subscription's lane (`queue/slot.rs`) through the one-lane
-//! [`LaneGate`]; no record is built on the caller's thread, and the worker
-//! builds its own. Every step the usual path takes for a record (`seq`,
-//! the gate, the generation and shutdown re-checks, the overflow policy,
-//! the wake-up) is taken here for the parts, in the same order.
+//! or deferred record routed to one to [`COPIES`] subscriptions, none with
+//! a predicate, and no journal or flight recorder, travels as its parts,
+//! copied into each subscription's lane (`queue/slot.rs`); no record is
+//! built on the caller's thread, and each worker builds its own. One
+//! subscription takes [`publish_direct`](BrokerShared::publish_direct)'s
+//! [`LaneGate`], its one lane; several take
+//! [`publish_copies`](BrokerShared::publish_copies) through the usual
+//! path's [`PublishGate`], with the stamp converted on this thread so that
+//! the copies have one time. Every step the usual path takes for a record
+//! (`seq`, the gate, the generation and shutdown re-checks, the overflow
+//! policy, the wake-up) is taken here for the parts, in the same order.
 
 use logbus_appenders::__private_api as produce;
 
-use super::{leave, Make};
+use super::{leave, Make, PublishGate};
 use crate::broker::BrokerShared;
 use crate::queue::{self, Item, LaneProducer};
 use crate::recycle::Stash;
@@ -30,11 +34,14 @@ impl BrokerShared {
         stash: &mut Stash,
         call: &mut impl Make,
     ) -> Direct {
-        let [i] = *route.entries else {
+        if route.journal || route.recorders {
             return Direct::Usual;
+        }
+        let [i] = *route.entries else {
+            return self.publish_copies(snapshot, route, lanes, stash, call);
         };
         let entry = &snapshot.entries[i as usize];
-        if route.journal || route.recorders || entry.predicate.is_some() {
+        if entry.predicate.is_some() {
             return Direct::Usual;
         }
         let Some(topic) = produce::static_topic(&route.topic) else {
@@ -85,6 +92,99 @@ impl BrokerShared {
         sub.push_lane(gate.lane, item, |dropped| stash.reclaim(dropped));
         Direct::Done
         // `gate` drops here: the lane leaves, the worker is woken.
+    }
+}
+
+/// The most subscriptions a direct call copies its parts to; a route to
+/// more takes the usual path, one shared record. A copy costs the caller
+/// about 75 instructions and a wide ring (128-byte slots) in each
+/// subscription's lane of the thread; a shared pointer costs 34, on top of
+/// the record's fill and its reference and holders counts, which every
+/// worker then writes from its own core (`benches/README.md`, "Fan-out
+/// shapes without logbus" and this change's section).
+const COPIES: usize = 4;
+
+impl BrokerShared {
+    /// The direct path for a route to two to [`COPIES`] subscriptions,
+    /// none with a predicate: the parts are copied into each one's lane,
+    /// under one gate (every lane marked busy, one fence, the generation
+    /// re-checked), with the stamp converted on this thread
+    /// (`clock::stamp_converted`), so that every copy has one time. Each
+    /// subscription's overflow policy and counters see its own copy, as
+    /// they see the shared record on the usual path. Out of line, so that
+    /// the one-subscription path's frame stays as it was.
+    #[inline(never)]
+    fn publish_copies(
+        &self,
+        snapshot: &Snapshot,
+        route: &route::Route,
+        lanes: &mut [Option<LaneProducer>],
+        stash: &mut Stash,
+        call: &mut impl Make,
+    ) -> Direct {
+        let entries = &*route.entries;
+        let entry = |i: u32| &snapshot.entries[i as usize];
+        if entries.len() > COPIES || entries.iter().any(|&i| entry(i).predicate.is_some()) {
+            return Direct::Usual;
+        }
+        let Some(topic) = produce::static_topic(&route.topic) else {
+            return Direct::Usual;
+        };
+        let stamp = crate::clock::stamp_converted();
+        let Some(text) = call.text() else {
+            return Direct::Usual;
+        };
+        let mut parts = produce::Parts {
+            seq: 0,
+            topic,
+            stamp,
+            module_path: text.module_path,
+            file: text.file,
+            line: text.line,
+            thread: thread_role::thread_info(),
+            message: text.message,
+            literal: text.literal,
+            deferred: text.deferred,
+        };
+        // Relaxed: see `seq`; taken only once the parts fit, as on the
+        // one-subscription path.
+        let take_seq = || self.seq.fetch_add(1, Ordering::Relaxed);
+        let Some(Item::Parts(parts)) = Item::parts_with_seq(&mut parts, take_seq) else {
+            return Direct::Usual;
+        };
+        // A subscription replaying from an offset ahead of the journal
+        // skips the record (`journal/replay.rs`), as `Chosen` says.
+        let mut chosen = [0; COPIES];
+        let mut count = 0;
+        for &i in entries {
+            if parts.seq >= entry(i).start {
+                chosen[count] = i;
+                count += 1;
+            }
+        }
+        let ids = &chosen[..count];
+        if ids.is_empty() {
+            return Direct::Done;
+        }
+        // Wide from the start: the first parts would widen a narrow ring.
+        for &i in ids {
+            lanes[i as usize].get_or_insert_with(|| entry(i).sub.queue.new_lane(true));
+        }
+        let mut gate = PublishGate::enter(snapshot, lanes, ids, false);
+        queue::gate_fence();
+        // Relaxed, after the fence: as in `publish_usual`.
+        if self.generation.load(Ordering::Relaxed) != snapshot.generation {
+            return Direct::Reroute;
+        }
+        if self.closed.load(Ordering::Relaxed) {
+            self.count_after_shutdown(snapshot, entries);
+            return Direct::Done;
+        }
+        for &i in ids {
+            gate.push(i, Item::Parts(parts), |dropped| stash.reclaim(dropped));
+        }
+        Direct::Done
+        // `gate` drops here: every lane leaves, the workers are woken.
     }
 }
 

@@ -26,17 +26,16 @@
 //!    woken (`queue/waker.rs`).
 //!
 //! [`BrokerShared::publish_made`] takes the direct path (`direct.rs`) in
-//! the common case,
-//! a plain record (an interned topic, a `'static` location, no key-values)
-//! routed to exactly one subscription with no predicate, no journal and no
-//! flight recorder: no record is built on the caller's thread. The message
-//! is formatted into the caller's stack and its parts are copied into the
-//! lane's slot (`queue/slot.rs`); the worker builds the record. A deferred
-//! call of logbus's macros (`logbus::info!`) takes it too, as its
-//! template's pointer and its arguments' bits, and the worker formats it.
-//! So nothing the caller writes was last touched by another core but the
-//! slot, and no reference count or recycled record crosses between the
-//! threads.
+//! the common case, a plain record (an interned topic, a `'static`
+//! location, no key-values) routed to one to four subscriptions, none with
+//! a predicate, and no journal or flight recorder: no record is built on
+//! the caller's thread. The message is formatted into the caller's stack
+//! and its parts are copied into each lane's slot (`queue/slot.rs`); each
+//! worker builds its own record. A deferred call of logbus's macros
+//! (`logbus::info!`) takes it too, as its template's pointer and its
+//! arguments' bits, and the worker formats it. So nothing the caller
+//! writes was last touched by another core but the slots, and no
+//! reference count or recycled record crosses between the threads.
 
 mod direct;
 
