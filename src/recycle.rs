@@ -292,9 +292,9 @@ impl Stash {
 ///
 /// A worker keeps only as many as it has needed: each time it found none,
 /// it wants one more (up to a cap). So the records of a subscription whose
-/// records are all shared (key-values, several subscriptions, deferred
-/// messages with a string argument) all go back to the pool, for the
-/// publishers.
+/// records are all shared (key-values, more subscriptions than the
+/// direct path copies to, deferred messages with a string argument) all go
+/// back to the pool, for the publishers.
 /// The worker trims them when it goes idle: it keeps at most what it used
 /// since the last trim, or half of what it kept, so after a burst they go
 /// back down within a few idle moments.

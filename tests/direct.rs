@@ -518,7 +518,30 @@ fn fan_out_deferred_flood_balances_under_every_policy() {
     fan_out_flood_balances(|| Check(Arc::default(), decoded_whole), "d", log_decoded);
 }
 
-/// A copy of each record of `messages` in each of `handles`, by message.
+/// A [`logbus::Memory`] that reads each record's time on its worker first,
+/// as a rendering appender does (a memory appender alone would leave the
+/// conversion to whoever reads the record later, the test's thread).
+struct Timed(logbus::Memory);
+
+impl Appender for Timed {
+    fn append(&mut self, record: &Record) -> Result<(), AppendError> {
+        let _converted = record.time();
+        self.0.append(record)
+    }
+
+    fn append_batch(&mut self, records: &[Arc<Record>]) -> Result<(), logbus::BatchError> {
+        for record in records {
+            let _converted = record.time();
+        }
+        self.0.append_batch(records)
+    }
+
+    fn flush(&mut self) -> Result<(), AppendError> {
+        self.0.flush()
+    }
+}
+
+/// Each record of `handle`, by message.
 fn by_message(handle: &logbus::MemoryHandle) -> std::collections::BTreeMap<String, Arc<Record>> {
     handle
         .records()
@@ -539,7 +562,7 @@ fn fan_out(
     let handles: Vec<_> = (0..count)
         .map(|k| {
             let (memory, handle) = logbus::Memory::new();
-            let builder = Subscription::builder(format!("m{k}"), memory);
+            let builder = Subscription::builder(format!("m{k}"), Timed(memory));
             let builder = match first.take() {
                 Some(first) => first(builder),
                 None => builder,

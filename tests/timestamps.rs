@@ -241,66 +241,62 @@ fn check_four_outputs() {
 /// One thread rotates records for one subscription (the direct path: the worker builds the
 /// record from the slot and converts its ticks), for two (copies of the parts, the stamp
 /// converted on the caller's thread) and for two of which one has a predicate (one shared
-/// record, converted by its first reader): each is within the clock reads around its call,
-/// a record has one time in both its outputs, and the thread's times in the output that has
-/// every kind never go back.
+/// record, converted by its first reader). Every output reads each time on its worker, as a
+/// rendering appender does: each time is within the clock reads around its call, a record
+/// has one time in both its outputs, and the thread's times in the output that has every
+/// kind (converted by the caller, by that output's worker or by the other's) never go back.
 fn check_mixed_ways() {
     let broker = common::broker();
-    let (all, all_records) = Memory::new();
-    broker.subscribe(Subscription::builder("all", all)).unwrap();
-    let (copies, copies_records) = Memory::new();
+    let (all, copies, shared) = (
+        TimeReader::default(),
+        TimeReader::default(),
+        TimeReader::default(),
+    );
     broker
-        .subscribe(Subscription::builder("copies", copies).pattern("*.copies.#"))
+        .subscribe(Subscription::builder("all", all.clone()))
         .unwrap();
-    let (shared, shared_records) = Memory::new();
+    broker
+        .subscribe(Subscription::builder("copies", copies.clone()).pattern("*.copies.#"))
+        .unwrap();
     broker
         .subscribe(
-            Subscription::builder("shared", shared)
+            Subscription::builder("shared", shared.clone())
                 .pattern("*.shared.#")
                 .filter(|_| true),
         )
         .unwrap();
-    let mut brackets = BTreeMap::new();
+    let kind = |i: usize| ["shared", "copies", "alone"][i % 3];
+    let mut brackets = Vec::new();
     for i in 0..PER_THREAD {
-        let target = ["shared", "copies", "alone"][i % 3];
-        let message = format!("{target}:{i}");
+        let target = kind(i);
         let before = SystemTime::now();
-        log::info!(logger: &broker, target: target, "{message}");
-        brackets.insert(message, (before, SystemTime::now()));
+        log::info!(logger: &broker, target: target, "{target}:{i}");
+        brackets.push((format!("{target}:{i}"), before, SystemTime::now()));
     }
     broker.flush().unwrap();
 
-    let records = all_records.records();
-    assert_eq!(records.len(), PER_THREAD);
+    let all = all.0.lock().unwrap();
+    assert_eq!(all.len(), PER_THREAD);
     let mut previous: Option<SystemTime> = None;
-    for record in &records {
-        let time = record.time();
-        let (before, after) = brackets[record.message()];
-        assert_within(time, before, after, record.message());
+    for (message, before, after) in &brackets {
+        let time = all[message];
+        assert_within(time, *before, *after, message);
         if let Some(previous) = previous {
             assert!(
                 previous <= time,
-                "{}: {time:?} before the previous record's {previous:?}",
-                record.message()
+                "{message}: {time:?} before the previous record's {previous:?}"
             );
         }
         previous = Some(time);
     }
-    let times: BTreeMap<&str, SystemTime> = records
-        .iter()
-        .map(|record| (record.message(), record.time()))
-        .collect();
-    for (output, kind) in [(&copies_records, "copies"), (&shared_records, "shared")] {
-        let got = output.records();
-        let expected = (0..PER_THREAD).filter(|i| ["shared", "copies", "alone"][i % 3] == kind);
-        assert_eq!(got.len(), expected.count(), "{kind}");
-        for record in &got {
-            assert_eq!(
-                record.time(),
-                times[record.message()],
-                "{}: one time in both outputs",
-                record.message()
-            );
+    for (output, name) in [(&copies, "copies"), (&shared, "shared")] {
+        let got = output.0.lock().unwrap();
+        assert_eq!(
+            got.len(),
+            (0..PER_THREAD).filter(|&i| kind(i) == name).count()
+        );
+        for (message, time) in got.iter() {
+            assert_eq!(*time, all[message], "{message}: one time in both outputs");
         }
     }
 }

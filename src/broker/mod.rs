@@ -639,9 +639,63 @@ mod tests {
         assert_eq!(*two.0.lock().unwrap(), ["copies", "shared"]);
     }
 
+    /// A call that makes the broker closed from its `text` (run between
+    /// the early check of `closed` and the gate, as a shutdown racing the
+    /// call may land) and reopens it after.
+    struct Closing<'a>(&'a BrokerShared);
+
+    impl super::Make for Closing<'_> {
+        const PLAIN: bool = true;
+
+        fn text(&mut self) -> Option<super::Text<'_>> {
+            self.0.closed.store(true, Ordering::SeqCst);
+            Some(super::Text {
+                message: "late",
+                literal: None,
+                deferred: None,
+                module_path: None,
+                file: None,
+                line: None,
+            })
+        }
+
+        fn fill(self, _: &mut Record) {
+            unreachable!("a plain call to two subscriptions is copied");
+        }
+    }
+
+    /// Copies found closed under the gate are counted dropped where the
+    /// usual path counts them: in each subscription of the route, not in
+    /// one whose replay starts ahead of the record.
+    #[test]
+    fn copies_found_closed_are_counted_as_the_usual_path_counts() {
+        let broker = crate::builder()
+            .journal(crate::Journal::new().level(LevelFilter::Warn))
+            .build()
+            .unwrap();
+        broker
+            .subscribe(Subscription::builder("now", Tally::default()))
+            .unwrap();
+        let ahead =
+            Subscription::builder("ahead", Tally::default()).replay(crate::Replay::From(1_000));
+        broker.subscribe(ahead).unwrap();
+        let shared = &broker.handle().shared;
+        shared.publish_made(log::Level::Info, "app", Closing(shared));
+        shared.closed.store(false, Ordering::SeqCst);
+        let counts = |name: &str| {
+            let s = broker.subscription(name).unwrap().stats();
+            (s.matched, s.dropped)
+        };
+        assert_eq!(counts("now"), (1, 1));
+        assert_eq!(counts("ahead"), (0, 0));
+        assert_eq!(broker.stats().dropped_after_shutdown, 1);
+    }
+
     /// The whole broker on a small scale, for Miri (`.ci/miri`): two
     /// producers into drop-oldest and `Block` subscriptions of capacity 2,
-    /// records reused, a reconfiguration and a flush while they publish.
+    /// every other record also to a third with a predicate (so it travels
+    /// as one shared pooled record, reused; the others as copies of their
+    /// parts), a reconfiguration and a flush while they publish.
     #[test]
     fn two_producers_two_policies_reuse_reconfiguration_and_flush() {
         let per: usize = if cfg!(miri) { 12 } else { 2000 };
@@ -658,12 +712,17 @@ mod tests {
                     .overflow(OverflowPolicy::Block),
             )
             .unwrap();
+        let shared = Subscription::builder("shared", Tally::default())
+            .pattern("*.u")
+            .filter(|_| true);
+        broker.subscribe(shared).unwrap();
         crate::sync::thread::scope(|s| {
             for p in 0..2 {
                 let broker = &broker;
                 s.spawn(move || {
                     for i in 0..per {
-                        log::info!(logger: broker, target: "t", "{p} {i}");
+                        let target = if i % 2 == 0 { "t" } else { "u" };
+                        log::info!(logger: broker, target: target, "{p} {i}");
                     }
                 });
             }
@@ -688,5 +747,7 @@ mod tests {
             }
         }
         assert_eq!(report.subscriptions["block"].dropped, 0);
+        let s = report.subscriptions["shared"];
+        assert_eq!((s.matched, s.written), (per as u64, per as u64), "{s:?}");
     }
 }

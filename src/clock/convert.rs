@@ -250,6 +250,18 @@ impl Anchor {
         ticks <= self.ahead_until
     }
 
+    /// Whether a thread that stamps copies on its own side
+    /// (`tsc::stamp_converted`), its previous such stamp at `last`, should
+    /// convert `ticks` (with this anchor, or a new one it then reads)
+    /// rather than read the wall clock: this anchor converts them, or the
+    /// previous stamp is within one anchor's reach (`min(1 ms, baseline)`
+    /// in ticks), so a new anchor's readings serve more calls than one. A
+    /// `last` after `ticks` (a counter gone back) is far.
+    pub(crate) fn worth_converting(&self, ticks: u64, last: u64) -> bool {
+        let reach = self.ahead_until.saturating_sub(self.ticks);
+        self.converts(ticks) || ticks.checked_sub(last).is_some_and(|d| d <= reach)
+    }
+
     /// The wall-clock time of `ticks`, in nanoseconds from the Unix epoch
     /// as a record keeps it (`unix_nanos`: clamped to `i64::MIN + 1 ..=
     /// i64::MAX`, 1677 to 2262), with no `SystemTime` arithmetic (what the
@@ -1008,6 +1020,27 @@ mod tests {
         // keeps, not a wrapped one.
         assert_eq!(anchor.unix_nanos_at(u64::MAX), i64::MAX);
         assert!(anchor.wall_at(0) <= wall(0));
+    }
+
+    #[test]
+    fn a_caller_converts_while_its_anchor_reaches_or_it_stamps_often() {
+        let anchor = Anchor {
+            ticks: 1_000,
+            wall_nanos: 0,
+            rate: 1 << 64,
+            ahead_until: 1_500,
+        };
+        // Within reach: converted, however long ago the last stamp was.
+        assert!(anchor.worth_converting(1_500, 0));
+        // Past it, the last stamp within one reach (500 ticks): a new
+        // anchor is worth reading.
+        assert!(anchor.worth_converting(2_000, 1_500));
+        assert!(anchor.worth_converting(2_000, 2_000));
+        // Past it, the last stamp further back: the wall clock.
+        assert!(!anchor.worth_converting(2_001, 1_500));
+        assert!(!anchor.worth_converting(9_000, 0));
+        // A last stamp after the ticks (the counter went back): far.
+        assert!(!anchor.worth_converting(2_000, 3_000));
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //! counter (`rdtsc`, about 10 ns here, against 35 ns for
 //! `SystemTime::now()`); the record converts it when its time is first
 //! read, on that thread, usually a worker rendering it (`tsc.rs` decides
-//! and reads; `convert.rs` converts, with the accuracy argument).
+//! and reads; `convert.rs` converts, with the accuracy argument). A record
+//! copied to several workers is converted on the caller's thread
+//! ([`stamp_converted`]), so that its copies have one time.
 //! Elsewhere, under Miri, with `LOGBUS_TSC=off`, or once a converting
 //! thread found the counter going back, the stamp is `SystemTime::now()`.
 
@@ -37,30 +39,26 @@ pub(crate) fn stamp() -> Stamp {
 }
 
 /// The stamp of a record that travels as copies to several workers (the
-/// direct path's fan-out, `broker/publish/direct.rs`): a counter reading converted
-/// here, on the caller's thread, so that every copy carries one time. Each
-/// worker converting the ticks would use its own anchor, and two anchors
-/// disagree by nanoseconds (`convert.rs`, "Accuracy"), which one line
-/// printed by two appenders would show.
+/// direct path's fan-out, `broker/publish/direct.rs`): converted here, on
+/// the caller's thread, so that every copy carries one time. Each worker
+/// converting the ticks would use its own anchor, and two anchors disagree
+/// by nanoseconds (`convert.rs`, "Accuracy"), which one line printed by
+/// two appenders would show.
 ///
-/// The conversion is the one a worker makes, with this thread's anchor: in
-/// a flood a thread-local load, a compare and a multiply; a thread that
-/// logs less often than once a millisecond reads a new anchor first
-/// (`tsc.rs`, `convert_slowly`). The result travels as a tick stamp whose
-/// ticks are the nanoseconds and whose converter is [`converted`], so
-/// neither side does `SystemTime` arithmetic.
+/// On the counter, the conversion a worker makes, with this thread's
+/// anchor (in a flood a thread-local load, a compare and a multiply), or
+/// the wall clock for a thread that logs less often than an anchor serves
+/// (`tsc.rs`, `stamp_converted`); elsewhere the wall clock.
 #[inline]
 pub(crate) fn stamp_converted() -> Stamp {
-    match stamp() {
-        Stamp::Ticks(ticks, convert) => Stamp::Ticks(convert(ticks) as u64, converted),
-        wall => wall,
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+    {
+        tsc::stamp_converted()
     }
-}
-
-/// The converter of a stamp converted already ([`stamp_converted`]): its
-/// ticks are the nanoseconds since the Unix epoch (as `u64` bits).
-fn converted(nanos: u64) -> i64 {
-    nanos as i64
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri))))]
+    {
+        Stamp::Wall(std::time::SystemTime::now())
+    }
 }
 
 /// Notes, on a worker's thread, that it has just taken records off its

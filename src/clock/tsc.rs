@@ -117,6 +117,9 @@ thread_local! {
     /// thread has taken off its queue was stamped ([`note_taken`]); 0 on
     /// other threads.
     static TAKEN: Cell<u64> = const { Cell::new(0) };
+    /// The tick of this thread's last [`stamp_converted`] (0: none yet):
+    /// whether it logs often enough to keep an anchor fresh.
+    static LAST_CONVERTED: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Notes, on a worker's thread that has just taken records off its queue,
@@ -149,6 +152,46 @@ pub(super) fn stamp() -> Stamp {
         WALL => Stamp::Wall(SystemTime::now()),
         _ => first_stamp(),
     }
+}
+
+/// The stamp of a record that travels as copies to several workers,
+/// converted here, on the caller's thread (`clock::stamp_converted`): the
+/// counter read and converted with this thread's anchor, as a worker
+/// converts; the anchor is read anew (about 0.2 µs, [`BRACKETS`]) only on
+/// the thread's first such stamp and while it stamps them often, the last
+/// one within an anchor's reach (1 ms) before. A thread that logs less
+/// often than that stamps the wall clock instead (about 30 ns), so a
+/// sparse caller does not pay for readings it would use once. Either way
+/// the result travels as ticks that are already nanoseconds, converted by
+/// the identity ([`converted`]).
+pub(super) fn stamp_converted() -> Stamp {
+    // Relaxed: as in `stamp`.
+    let nanos = match SOURCE.load(Ordering::Relaxed) {
+        TICKS => converted_here(read_ticks()),
+        // Undecided (no broker was built; one that was decided it) or the
+        // wall clock.
+        _ => None,
+    };
+    let nanos = nanos.unwrap_or_else(|| unix_nanos(SystemTime::now()));
+    Stamp::Ticks(nanos as u64, converted)
+}
+
+/// `ticks`, just read, converted by this thread ([`to_unix_nanos`]), if it
+/// has no anchor yet or its anchor is worth it
+/// ([`Anchor::worth_converting`]); `None` (the wall clock) otherwise, or
+/// once its thread-locals are gone.
+fn converted_here(ticks: u64) -> Option<i64> {
+    let last = LAST_CONVERTED.try_with(|cell| cell.replace(ticks)).ok()?;
+    let anchor = ANCHOR.try_with(Cell::get).ok()?;
+    anchor
+        .map_or(true, |anchor| anchor.worth_converting(ticks, last))
+        .then(|| to_unix_nanos(ticks))
+}
+
+/// The converter of a stamp converted already ([`stamp_converted`]): its
+/// ticks are the nanoseconds since the Unix epoch (as `u64` bits).
+fn converted(nanos: u64) -> i64 {
+    nanos as i64
 }
 
 /// Decides the source if nobody has.
@@ -404,7 +447,8 @@ fn origin() -> Reading {
 
 /// A record's ticks as wall-clock time, in nanoseconds from the Unix epoch:
 /// the converter its stamp carries, run by the thread reading the record's
-/// time.
+/// time (or, for a record copied to several workers, by the caller's,
+/// [`stamp_converted`]).
 fn to_unix_nanos(ticks: u64) -> i64 {
     if let Some(anchor) = ANCHOR.try_with(Cell::get).ok().flatten() {
         // A tick older than the anchor was stamped before it, unless the

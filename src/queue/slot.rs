@@ -14,8 +14,10 @@
 //! recycled record crosses between the threads. The thread is the lane's
 //! (one lane per thread), so the slot does not carry it. Any other record
 //! (key-values, a deferred message with a string argument or too many
-//! arguments, one the journal or a flight recorder keeps, one for several
-//! subscriptions) travels as its `Arc`'s pointer.
+//! arguments, one the journal or a flight recorder keeps, one for more
+//! subscriptions than the direct path copies to, or with a predicate on
+//! its route) travels as its `Arc`'s pointer. A record for two to four
+//! subscriptions is copied, parts and all, into each one's lane.
 //!
 //! # Why every field is an atomic
 //!
@@ -250,9 +252,9 @@ pub(super) struct Slot {
 
 /// One place in a narrow ring: a shared record's pointer (16 bytes). A lane
 /// that has carried no parts keeps its ring narrow, so the memory and cache
-/// lines of a subscription whose records are all shared (several
-/// subscriptions, key-values, deferred messages with a string argument)
-/// stay what they were. A lane that carries parts, plain or deferred,
+/// lines of a subscription whose records are all shared (more
+/// subscriptions than the direct path copies to, key-values, deferred
+/// messages with a string argument) stay what they were. A lane that carries parts, plain or deferred,
 /// moves to 128-byte slots: up to 1 MiB at the default capacity of 8,192,
 /// against 128 KiB narrow.
 #[repr(C)]

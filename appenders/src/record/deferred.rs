@@ -62,8 +62,10 @@ struct Inner {
     active: bool,
     template: &'static Template,
     args: Vec<Arg>,
-    /// The message, formatted by its first reader; the record is shared
-    /// (`Arc`) by several subscriptions' workers, so exactly one formats.
+    /// The message, formatted by its first reader; a record shared (`Arc`)
+    /// by several subscriptions' workers is formatted by exactly one. (What
+    /// the broker copies for each subscription instead is a record per
+    /// worker, each formatted once.)
     text: OnceLock<Cow<'static, str>>,
     /// The buffer the first reader formats into, taken back from `text`
     /// when the record is reused. A mutex because readers share the

@@ -177,7 +177,9 @@ impl BrokerShared {
             return Direct::Reroute;
         }
         if self.closed.load(Ordering::Relaxed) {
-            self.count_after_shutdown(snapshot, entries);
+            // Not in a subscription whose replay starts ahead: the usual
+            // path leaves it out too (`count_built_after_shutdown`).
+            self.count_after_shutdown(snapshot, ids);
             return Direct::Done;
         }
         for &i in ids {
