@@ -5,9 +5,9 @@
 //! built on the caller's thread, and each worker builds its own. One
 //! subscription takes [`publish_direct`](BrokerShared::publish_direct)'s
 //! [`LaneGate`], its one lane; several take
-//! [`publish_copies`](BrokerShared::publish_copies) through the usual
-//! path's [`PublishGate`], with the stamp converted on this thread so that
-//! the copies have one time. Every step the usual path takes for a record
+//! [`publish_copies`](BrokerShared::publish_copies), which the usual path
+//! offers them first, through its [`PublishGate`], with the stamp
+//! converted on this thread so that the copies have one time. Every step the usual path takes for a record
 //! (`seq`, the gate, the generation and shutdown re-checks, the overflow
 //! policy, the wake-up) is taken here for the parts, in the same order.
 
@@ -34,14 +34,11 @@ impl BrokerShared {
         stash: &mut Stash,
         call: &mut impl Make,
     ) -> Direct {
-        if route.journal || route.recorders {
-            return Direct::Usual;
-        }
         let [i] = *route.entries else {
-            return self.publish_copies(snapshot, route, lanes, stash, call);
+            return Direct::Usual;
         };
         let entry = &snapshot.entries[i as usize];
-        if entry.predicate.is_some() {
+        if route.journal || route.recorders || entry.predicate.is_some() {
             return Direct::Usual;
         }
         let Some(topic) = produce::static_topic(&route.topic) else {
@@ -106,15 +103,22 @@ const COPIES: usize = 4;
 
 impl BrokerShared {
     /// The direct path for a route to two to [`COPIES`] subscriptions,
-    /// none with a predicate: the parts are copied into each one's lane,
-    /// under one gate (every lane marked busy, one fence, the generation
-    /// re-checked), with the stamp converted on this thread
-    /// (`clock::stamp_converted`), so that every copy has one time. Each
-    /// subscription's overflow policy and counters see its own copy, as
-    /// they see the shared record on the usual path. Out of line, so that
-    /// the one-subscription path's frame stays as it was.
+    /// none with a predicate, and no journal or flight recorder: the parts
+    /// are copied into each one's lane under one gate (every lane marked
+    /// busy, one fence, the generation re-checked), with the stamp
+    /// converted on this thread (`clock::stamp_converted`), so that every
+    /// copy has one time. Each subscription's overflow policy and counters
+    /// see its own copy, as they see the shared record on the usual path.
+    ///
+    /// Called by the usual path (`publish_usual`, out of line) for every
+    /// plain call to several subscriptions before it builds a record, not
+    /// from [`publish_direct`](Self::publish_direct): with that branch
+    /// there, the one-subscription path's p50 at a call every 2 ms read
+    /// 86-105 ns more than before (1 of 8 paired rounds won), and +6-10 ns
+    /// (4 of 8) with the branch here (`benches/README.md`). Out of line
+    /// too, so that the usual path's frame stays what it was.
     #[inline(never)]
-    fn publish_copies(
+    pub(super) fn publish_copies(
         &self,
         snapshot: &Snapshot,
         route: &route::Route,
@@ -124,7 +128,11 @@ impl BrokerShared {
     ) -> Direct {
         let entries = &*route.entries;
         let entry = |i: u32| &snapshot.entries[i as usize];
-        if entries.len() > COPIES || entries.iter().any(|&i| entry(i).predicate.is_some()) {
+        if route.journal
+            || route.recorders
+            || entries.len() > COPIES
+            || entries.iter().any(|&i| entry(i).predicate.is_some())
+        {
             return Direct::Usual;
         }
         let Some(topic) = produce::static_topic(&route.topic) else {

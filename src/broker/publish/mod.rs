@@ -302,6 +302,17 @@ impl BrokerShared {
         let built: &Arc<Record> = match record {
             Some(r) => r,
             None => {
+                // A plain call to several subscriptions: copies of its parts
+                // where the route allows (`direct.rs`), before any record.
+                if M::PLAIN && !temporary && route.entries.len() > 1 {
+                    if let Some(call) = make.as_mut() {
+                        match self.publish_copies(snapshot, route, lanes, stash, call) {
+                            Direct::Done => return false,
+                            Direct::Reroute => return true,
+                            Direct::Usual => {}
+                        }
+                    }
+                }
                 let Some(make) = make.take() else {
                     return false;
                 };
