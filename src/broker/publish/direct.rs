@@ -41,25 +41,9 @@ impl BrokerShared {
         if route.journal || route.recorders || entry.predicate.is_some() {
             return Direct::Usual;
         }
-        let Some(topic) = produce::static_topic(&route.topic) else {
+        // The stamp before the user's `Display` code, as the usual path's.
+        let Some(mut parts) = parts_of(route, call, crate::clock::stamp()) else {
             return Direct::Usual;
-        };
-        // Before the user's `Display` code, as the usual path stamps.
-        let stamp = crate::clock::stamp();
-        let Some(text) = call.text() else {
-            return Direct::Usual;
-        };
-        let mut parts = produce::Parts {
-            seq: 0,
-            topic,
-            stamp,
-            module_path: text.module_path,
-            file: text.file,
-            line: text.line,
-            thread: thread_role::thread_info(),
-            message: text.message,
-            literal: text.literal,
-            deferred: text.deferred,
         };
         // The seq is taken once the parts fit a slot: parts that do not (a
         // deferred message's string argument, or too many arguments) take
@@ -135,24 +119,8 @@ impl BrokerShared {
         {
             return Direct::Usual;
         }
-        let Some(topic) = produce::static_topic(&route.topic) else {
+        let Some(mut parts) = parts_of(route, call, crate::clock::stamp_converted()) else {
             return Direct::Usual;
-        };
-        let stamp = crate::clock::stamp_converted();
-        let Some(text) = call.text() else {
-            return Direct::Usual;
-        };
-        let mut parts = produce::Parts {
-            seq: 0,
-            topic,
-            stamp,
-            module_path: text.module_path,
-            file: text.file,
-            line: text.line,
-            thread: thread_role::thread_info(),
-            message: text.message,
-            literal: text.literal,
-            deferred: text.deferred,
         };
         // Relaxed: see `seq`; taken only once the parts fit, as on the
         // one-subscription path.
@@ -196,6 +164,33 @@ impl BrokerShared {
         Direct::Done
         // `gate` drops here: every lane leaves, the workers are woken.
     }
+}
+
+/// A direct call's parts on `route`, made on this thread with `stamp`, the
+/// message formatted (`Make::text`); their `seq` is set once they are known
+/// to fit a slot (`Item::parts_with_seq`). `None` where the topic is not
+/// interned or the call has no text for the direct path: the usual path
+/// takes it (with the text made, if it was).
+#[inline(always)]
+fn parts_of<'c>(
+    route: &route::Route,
+    call: &'c mut impl Make,
+    stamp: produce::Stamp,
+) -> Option<produce::Parts<'c>> {
+    let topic = produce::static_topic(&route.topic)?;
+    let text = call.text()?;
+    Some(produce::Parts {
+        seq: 0,
+        topic,
+        stamp,
+        module_path: text.module_path,
+        file: text.file,
+        line: text.line,
+        thread: thread_role::thread_info(),
+        message: text.message,
+        literal: text.literal,
+        deferred: text.deferred,
+    })
 }
 
 /// What the direct path did with a call.
