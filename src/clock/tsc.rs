@@ -157,13 +157,14 @@ pub(super) fn stamp() -> Stamp {
 /// The stamp of a record that travels as copies to several workers,
 /// converted here, on the caller's thread (`clock::stamp_converted`): the
 /// counter read and converted with this thread's anchor, as a worker
-/// converts; the anchor is read anew (about 0.2 µs, [`BRACKETS`]) only on
-/// the thread's first such stamp and while it stamps them often, the last
-/// one within an anchor's reach (1 ms) before. A thread that logs less
-/// often than that stamps the wall clock instead (about 30 ns), so a
-/// sparse caller does not pay for readings it would use once. Either way
-/// the result travels as ticks that are already nanoseconds, converted by
-/// the identity ([`converted`]).
+/// converts. A thread with no anchor yet reads one (about 0.2 µs,
+/// [`BRACKETS`]); one whose anchor does not reach the ticks reads a new one
+/// only while it stamps such records often enough to pay for it, the
+/// previous within an eighth of an anchor's reach (`min(1 ms, baseline)`,
+/// [`Anchor::worth_converting`]), and stamps the wall clock (about 30 ns)
+/// otherwise, so a sparse caller does not pay for readings it would use a
+/// few times. Either way the result travels as ticks that are already
+/// nanoseconds, converted by the identity ([`converted`]).
 pub(super) fn stamp_converted() -> Stamp {
     // Relaxed: as in `stamp`.
     let nanos = match SOURCE.load(Ordering::Relaxed) {

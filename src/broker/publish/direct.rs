@@ -78,11 +78,13 @@ impl BrokerShared {
 
 /// The most subscriptions a direct call copies its parts to; a route to
 /// more takes the usual path, one shared record. A copy costs the caller
-/// about 75 instructions and a wide ring (128-byte slots) in each
-/// subscription's lane of the thread; a shared pointer costs 34, on top of
-/// the record's fill and its reference and holders counts, which every
+/// about 160 instructions (its push, in logbus; 75 in the stand-alone
+/// experiment) and a wide ring (128-byte slots) in each subscription's
+/// lane of the thread; a shared pointer about 57, on top of the record's
+/// fill (about 210) and its reference and holders counts, which every
 /// worker then writes from its own core (`benches/README.md`, "Fan-out
-/// shapes without logbus" and this change's section).
+/// shapes without logbus" and "Nineteenth session"). Past four, the
+/// copies' instructions and rings outgrow what they save.
 const COPIES: usize = 4;
 
 impl BrokerShared {

@@ -275,8 +275,10 @@ impl BrokerShared {
     }
 
     /// The usual path of [`publish_in`](Self::publish_in), on one route:
-    /// builds the record (once: `made` keeps it across a re-route), chooses
-    /// the subscriptions and enqueues it into each. Returns whether the
+    /// offers a plain call to several subscriptions the direct path's
+    /// copies first (`direct.rs`, `publish_copies`); otherwise builds the
+    /// record (once: `made` keeps it across a re-route), chooses the
+    /// subscriptions and enqueues it into each. Returns whether the
     /// snapshot changed (under the gate, or at the re-check of a record no
     /// subscription takes) and the call must route again. Out of line, so
     /// that the direct path's frame stays small.
@@ -413,7 +415,8 @@ impl BrokerShared {
     }
 
     /// Counts a record published after shutdown, in every subscription of
-    /// its route (predicates are not run).
+    /// `entries` (its route, or the direct path's chosen ones; predicates
+    /// are not run).
     fn count_after_shutdown(&self, snapshot: &Snapshot, entries: &[u32]) {
         for &i in entries {
             snapshot.entries[i as usize].sub.counters.record_drops(1);
