@@ -7,9 +7,10 @@
 //! [`LaneGate`], its one lane; several take
 //! [`publish_copies`](BrokerShared::publish_copies), which the usual path
 //! offers them first, through its [`PublishGate`], with the stamp
-//! converted on this thread so that the copies have one time. Every step the usual path takes for a record
-//! (`seq`, the gate, the generation and shutdown re-checks, the overflow
-//! policy, the wake-up) is taken here for the parts, in the same order.
+//! converted on this thread so that the copies have one time. Every step
+//! the usual path takes for a record (`seq`, the gate, the generation and
+//! shutdown re-checks, the overflow policy, the wake-up) is taken here for
+//! the parts, in the same order.
 
 use logbus_appenders::__private_api as produce;
 
