@@ -79,6 +79,12 @@ const LOGGERS: &[&str] = &[
     "ladder-gate",
     "ladder-light",
     "ladder-log",
+    "ladder-args",
+    "ladder-args-slot",
+    "ladder-args-seq",
+    "ladder-args-route",
+    "ladder-args-gate",
+    "ladder-args-light",
 ];
 
 struct Args {
