@@ -12,7 +12,9 @@ AB, BA, AB, ...), so that each runs in each place as often as the others
 over a multiple of their number of rounds; with three or more it also
 reverses after each full rotation, so that each follows each as often.
 A shared VM's speed drifts by tens of percent within minutes, so a figure is
-compared only with the base's in the same round: for each logger, figure and
+compared only with the base's in the same round (with --fast-below NS, only
+in rounds where both runs' cross-core probes, the harness's xcore_ns, read
+below NS: the host's fast state): for each logger, figure and
 binary, the median of the paired differences and how many rounds the binary
 beat the base in (a sign test's two-sided p-value beside it; ties count for
 neither). Build the binaries first (each checkout's `cargo build --release
@@ -36,6 +38,7 @@ RESULT = re.compile(
     r"lines=\d+ ratio=(?P<ratio>[\d.]+|NaN) .*mean=(?P<mean>[\d.]+) .*cpu_bg=(?P<cpu_bg>[\d.]+)",
     re.M,
 )
+XCORE = re.compile(r"^RESULT .*\bxcore_ns=([\d.]+)", re.M)
 
 
 def sign_test(wins, losses):
@@ -65,7 +68,12 @@ def run(binary, logger, threads, records, gap, out):
     match = RESULT.search(done.stdout)
     if done.returncode != 0 or match is None:
         sys.exit(f"paired.py: {binary} --logger {logger} failed:\n{done.stdout}{done.stderr}")
-    return {k: float(v) for k, v in match.groupdict().items()}
+    row = {k: float(v) for k, v in match.groupdict().items()}
+    # The host's state (`xcore_ns`, the harness's cross-core probe); older
+    # harness builds lack it.
+    xcore = XCORE.search(done.stdout)
+    row["xcore"] = float(xcore.group(1)) if xcore else math.nan
+    return row
 
 
 def main():
@@ -76,6 +84,9 @@ def main():
     parser.add_argument("--gap-ns", type=int, default=0,
                         help="the harness's --gap-ns: a steady rate instead of a flood")
     parser.add_argument("--loggers", nargs="+", default=["logbus", "logbus-block"])
+    parser.add_argument("--fast-below", type=float, default=0,
+                        help="compare only the pairs whose two runs' cross-core probes "
+                             "(xcore_ns) read below this: the host's fast state")
     parser.add_argument("binaries", nargs="+", help="the base first")
     args = parser.parse_args()
     if len(args.binaries) < 2:
@@ -98,6 +109,20 @@ def main():
             print(f"round {r + 1} of {args.rounds} done", file=sys.stderr)
     gap = f", a call every {args.gap_ns} ns at most" if args.gap_ns else ""
     print(f"{args.rounds} paired rounds, {args.threads} thread(s), {args.records} records{gap}")
+    probes = [row["xcore"] for rows in results.values() for row in rows
+              if not math.isnan(row["xcore"])]
+    if probes:
+        slow = sum(1 for x in probes if args.fast_below and x >= args.fast_below)
+        print(f"cross-core probe (xcore_ns): median {statistics.median(probes):.0f}, "
+              f"range {min(probes):.0f}-{max(probes):.0f}"
+              + (f"; {slow} of {len(probes)} runs at {args.fast_below:.0f} or more, "
+                 f"their pairs left out" if args.fast_below else ""))
+
+    def in_state(base, other):
+        """Whether a pair is compared: both runs in the fast state, if asked."""
+        return not args.fast_below or all(
+            r["xcore"] < args.fast_below for r in (base, other) if not math.isnan(r["xcore"]))
+
     for i, binary in enumerate(binaries):
         print(f"binary {i}: {binary}" + (" (the base)" if i == 0 else ""))
     print()
@@ -105,9 +130,12 @@ def main():
           "| better in | p |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
     for logger in args.loggers:
-        ours = results[(logger, 0)]
         for i in range(1, n):
-            theirs = results[(logger, i)]
+            pairs = [(o, t) for o, t in zip(results[(logger, 0)], results[(logger, i)])
+                     if in_state(o, t)]
+            if not pairs:
+                continue
+            ours, theirs = [o for o, _ in pairs], [t for _, t in pairs]
             for figure, lower_is_better in FIGURES:
                 diffs = [t[figure] - o[figure] for o, t in zip(ours, theirs)
                          if not (math.isnan(t[figure]) or math.isnan(o[figure]))]

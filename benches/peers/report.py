@@ -1,6 +1,9 @@
 """Turns results-raw.txt (RESULT lines from run.sh) into RESULTS.md."""
 import statistics, subprocess, sys, platform
 raw, out, rounds, records = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+# A cross-core round trip at or above this is the host's slow state (about
+# 350-430 ns on the VMs of benches/README.md, against 45-200 otherwise).
+SLOW_XCORE = 250
 rows = {}
 order = []
 for line in open(raw):
@@ -38,6 +41,13 @@ w(f"- Workload: `info!(target: \"app::http\", \"request {{}} served in {{}} us\"
 timer = [int(r["timer_ns"]) for t in rows.values() for runs in t.values() for r in runs]
 w(f"- Timer overhead (median empty `Instant::now()`/`elapsed()` pair, included in every latency figure): "
   f"{statistics.median(timer):.0f} ns (range {min(timer)}-{max(timer)})")
+xcore = [float(r["xcore_ns"]) for t in rows.values() for runs in t.values() for r in runs if "xcore_ns" in r]
+if xcore:
+    slow = sum(1 for x in xcore if x >= SLOW_XCORE)
+    w(f"- Host state: a cache line's round trip between two threads, measured before each run "
+      f"(`xcore_ns`): median {statistics.median(xcore):.0f} ns (range {min(xcore):.0f}-{max(xcore):.0f}); "
+      f"{slow} of {len(xcore)} runs read {SLOW_XCORE} ns or more, the host's slow state, in which "
+      "figures that move lines between cores read up to twice as slow (`benches/README.md`, \"Twentieth session\")")
 w("- Caller latency percentiles are from the 1-thread runs; `rec/s` counts from the first call until the "
   "logger's flush/shutdown returned with every line written; `lines` = workload lines in the files / records "
   "logged (1-thread runs; 4-thread in parentheses when different; [min-max over the rounds] when they differ by more than 0.01); RSS = peak (VmHWM) per process, "

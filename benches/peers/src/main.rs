@@ -34,7 +34,9 @@
 //!   flush returned (the process's CPU clock, which counts threads that
 //!   have exited, less the callers'): a logger's worker threads, mostly.
 //!   Time a thread waits, for a lock, a core or the hypervisor, is not
-//!   CPU time, so on a shared machine these vary less than `rate` does.
+//!   CPU time, so on a shared machine these vary less than `rate` does;
+//! - `xcore_ns`: a cache line's round trip between two threads, ns,
+//!   measured before the workload: the host's state (`crosscore_ns`).
 //!
 //! Loggers that take a user format function get the same cached-second
 //! timestamp writer the floors use (`write_ts`), so that they are compared on
@@ -324,6 +326,45 @@ fn timer_overhead() -> u32 {
         .collect();
     v.sort_unstable();
     v[v.len() / 2]
+}
+
+/// The median time, ns, for a cache line to go from this thread to another
+/// one and back (`xcore_ns`): a probe of the host's state, taken before the
+/// workload. On the two-vCPU VMs these figures come from, it reads about
+/// 45-200 ns most of the time and about 400 ns for stretches of minutes, in
+/// which every figure that moves a line between cores (a lane's slots, a
+/// consumer's `head`) reads up to twice as slow, the stand-alone ladder's
+/// too (`benches/README.md`, "Twentieth session"). Five bursts of 2,000
+/// round trips; the median burst's mean.
+fn crosscore_ns() -> f64 {
+    const TRIPS: u64 = 2_000;
+    const BURSTS: u64 = 5;
+    let line = Arc::new(AtomicU64::new(0));
+    let other = Arc::clone(&line);
+    // The other side answers each odd value with the next even one.
+    let echo = std::thread::spawn(move || {
+        for i in 0..TRIPS * BURSTS {
+            while other.load(Ordering::Acquire) != 2 * i + 1 {
+                std::hint::spin_loop();
+            }
+            other.store(2 * i + 2, Ordering::Release);
+        }
+    });
+    let mut bursts: Vec<f64> = (0..BURSTS)
+        .map(|b| {
+            let start = Instant::now();
+            for i in b * TRIPS..(b + 1) * TRIPS {
+                line.store(2 * i + 1, Ordering::Release);
+                while line.load(Ordering::Acquire) != 2 * i + 2 {
+                    std::hint::spin_loop();
+                }
+            }
+            start.elapsed().as_nanos() as f64 / TRIPS as f64
+        })
+        .collect();
+    echo.join().expect("the probe's other thread panicked");
+    bursts.sort_by(f64::total_cmp);
+    bursts[bursts.len() / 2]
 }
 
 fn percentile(sorted: &[u32], q: f64) -> u32 {
@@ -777,6 +818,7 @@ fn main() {
     let args = parse_args();
     std::fs::create_dir_all(&args.out).expect("create --out");
     let timer_ns = timer_overhead();
+    let xcore_ns = crosscore_ns();
     let (mut lat, start, end) = match args.logger.as_str() {
         "floor-format" => floor_format(&args),
         "floor-bufwriter" => floor_bufwriter(&args),
@@ -818,7 +860,7 @@ fn main() {
         lines as f64 / args.records as f64
     };
     println!(
-        "RESULT logger={} threads={} records={} timer_ns={} p50={} p99={} p999={} max={} secs={:.4} rate={:.0} lines={} ratio={:.4} rss_kb={} mean={:.1} allocs={:.4} cpu_caller={:.1} cpu_bg={:.1}",
+        "RESULT logger={} threads={} records={} timer_ns={} p50={} p99={} p999={} max={} secs={:.4} rate={:.0} lines={} ratio={:.4} rss_kb={} mean={:.1} allocs={:.4} cpu_caller={:.1} cpu_bg={:.1} xcore_ns={:.0}",
         args.logger,
         args.threads,
         args.records,
@@ -836,5 +878,6 @@ fn main() {
         allocs,
         per_record(caller_cpu),
         per_record(process_cpu.saturating_sub(caller_cpu)),
+        xcore_ns,
     );
 }
