@@ -74,6 +74,14 @@ for key in order:
       f"{med(one,'rate')/1e6:.2f} M | {(med(four,'rate')/1e6 if four else float('nan')):.2f} M | "
       f"{(med(four,'p50') if four else float('nan')):.0f} | {ratio} | {allocs} | {med(one,'rss_kb')/1024:.1f} / {(med(four,'rss_kb')/1024 if four else float('nan')):.1f} |")
 w("")
+checked = [(key, r) for key in order for runs in rows[key].values() for r in runs if "dup_lines" in r]
+if checked:
+    odd = sorted({f"{key} ({r['threads']}t)" for key, r in checked
+                  if int(r["bad_lines"]) or int(r["dup_lines"])})
+    w("Every line of the workload was checked to be `request {i} served in {i % 1000} us` for a logged "
+      "`i`, and counted once a file: "
+      + (f"garbled or duplicated lines in {', '.join(odd)}." if odd
+         else f"no garbled or duplicated line in any of the {len(checked)} runs.") + "\n")
 w("Raw runs (one `RESULT` line per process) are in `results-raw.txt`.")
 open(out, "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))

@@ -19,8 +19,10 @@
 //! - `p50`, `p99`, `p999`, `max`: caller latency per call, ns;
 //! - `secs`, `rate`: from the first call until the flush returned, and
 //!   records per second over that time;
-//! - `lines`, `ratio`: lines of the workload found in the files under `DIR`,
-//!   and that divided by the records logged (1.0 = nothing lost);
+//! - `lines`, `ratio`: lines of the workload found in the files under `DIR`
+//!   (each checked to be `request {i} served in {i % 1000} us` for an `i`
+//!   logged, and counted once a file), and that divided by the records
+//!   logged (1.0 = nothing lost);
 //! - `rss_kb`: peak resident set (`VmHWM`), which includes the 4 bytes per
 //!   record this harness keeps for the latencies;
 //! - `mean`: mean caller latency per call, ns;
@@ -36,7 +38,10 @@
 //!   Time a thread waits, for a lock, a core or the hypervisor, is not
 //!   CPU time, so on a shared machine these vary less than `rate` does;
 //! - `xcore_ns`: a cache line's round trip between two threads, ns,
-//!   measured before the workload: the host's state (`crosscore_ns`).
+//!   measured before the workload: the host's state (`crosscore_ns`);
+//! - `bad_lines`, `dup_lines`: lines that say `served in` but are not a
+//!   logged record's message, and records found twice in one file (both
+//!   are 0 for a logger that writes what it was given once).
 //!
 //! Loggers that take a user format function get the same cached-second
 //! timestamp writer the floors use (`write_ts`), so that they are compared on
@@ -375,28 +380,78 @@ fn percentile(sorted: &[u32], q: f64) -> u32 {
     sorted[rank - 1]
 }
 
-/// Lines of the workload in every file under `dir` (recursively).
-fn count_lines(dir: &Path) -> u64 {
-    let mut n = 0;
+/// The workload's lines in the files under `dir`, checked one by one.
+#[derive(Default)]
+struct Lines {
+    /// Lines whose message is one of the workload's (`request {i} served
+    /// in {i % 1000} us`, `i` below the records logged).
+    good: u64,
+    /// Lines that say `served in` but are not such a message (garbled, cut
+    /// or from another run).
+    bad: u64,
+    /// Good lines whose `i` was already in the same file: a record written
+    /// twice (a file holds each record once, even with several appenders,
+    /// which each write their own).
+    dups: u64,
+}
+
+/// The workload's lines in every file under `dir` (recursively), for
+/// `records` records logged.
+fn count_lines(dir: &Path, records: u64, out: &mut Lines) {
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
+        return;
     };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
-            n += count_lines(&path);
+            count_lines(&path, records, out);
         } else if let Ok(f) = File::open(&path) {
+            let mut seen = vec![0u64; records.div_ceil(64) as usize];
             for line in BufReader::with_capacity(1 << 20, f)
                 .split(b'\n')
                 .map_while(Result::ok)
             {
-                if line.windows(9).any(|w| w == b"served in") {
-                    n += 1;
+                if !line.windows(9).any(|w| w == b"served in") {
+                    continue;
+                }
+                match workload_index(&line).filter(|&i| i < records) {
+                    Some(i) => {
+                        let (word, bit) = ((i / 64) as usize, 1u64 << (i % 64));
+                        if seen[word] & bit != 0 {
+                            out.dups += 1;
+                        } else {
+                            seen[word] |= bit;
+                            out.good += 1;
+                        }
+                    }
+                    None => out.bad += 1,
                 }
             }
         }
     }
-    n
+}
+
+/// The `i` of a line holding `request {i} served in {i % 1000} us`, if it
+/// holds exactly that.
+fn workload_index(line: &[u8]) -> Option<u64> {
+    let at = line.windows(8).position(|w| w == b"request ")?;
+    let rest = &line[at + 8..];
+    let (i, rest) = number(rest)?;
+    let rest = rest.strip_prefix(b" served in ")?;
+    let (j, rest) = number(rest)?;
+    (rest.starts_with(b" us") && j == i % 1000).then_some(i)
+}
+
+/// The decimal number at the start of `text`, and what follows it.
+fn number(text: &[u8]) -> Option<(u64, &[u8])> {
+    let digits = text.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits > 19 {
+        return None;
+    }
+    let value = text[..digits]
+        .iter()
+        .fold(0u64, |v, &d| v * 10 + u64::from(d - b'0'));
+    Some((value, &text[digits..]))
 }
 
 fn vm_hwm_kb() -> u64 {
@@ -853,14 +908,16 @@ fn main() {
     let process_cpu = END_CPU.load(Ordering::Relaxed) - START_CPU.load(Ordering::Relaxed);
     let per_record = |ns: u64| ns as f64 / args.records as f64;
     lat.sort_unstable();
-    let lines = count_lines(&args.out);
+    let mut counted = Lines::default();
+    count_lines(&args.out, args.records, &mut counted);
+    let lines = counted.good;
     let ratio = if args.logger == "floor-format" {
         f64::NAN
     } else {
         lines as f64 / args.records as f64
     };
     println!(
-        "RESULT logger={} threads={} records={} timer_ns={} p50={} p99={} p999={} max={} secs={:.4} rate={:.0} lines={} ratio={:.4} rss_kb={} mean={:.1} allocs={:.4} cpu_caller={:.1} cpu_bg={:.1} xcore_ns={:.0}",
+        "RESULT logger={} threads={} records={} timer_ns={} p50={} p99={} p999={} max={} secs={:.4} rate={:.0} lines={} ratio={:.4} rss_kb={} mean={:.1} allocs={:.4} cpu_caller={:.1} cpu_bg={:.1} xcore_ns={:.0} bad_lines={} dup_lines={}",
         args.logger,
         args.threads,
         args.records,
@@ -879,5 +936,7 @@ fn main() {
         per_record(caller_cpu),
         per_record(process_cpu.saturating_sub(caller_cpu)),
         xcore_ns,
+        counted.bad,
+        counted.dups,
     );
 }
