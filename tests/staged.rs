@@ -187,6 +187,12 @@ enum Fault {
     /// with records staged (the contract asks it not to): the worker
     /// settles what was staged.
     StopsStaging,
+    /// `Appender::staged` panics once, the first time it is asked (as the
+    /// first batch begins): the batch goes the usual way.
+    StagedPanicsFirst,
+    /// `Appender::staged` panics once, the first time it is asked with
+    /// records staged (for the burst's next run): as a panicking `stage`.
+    StagedPanics,
 }
 
 /// An appender that stages records into a list, writes them (to
@@ -210,9 +216,21 @@ impl Appender for Scripted {
     }
 
     fn staged(&mut self) -> Option<&mut dyn Staged> {
-        if matches!(self.fault, Some(Fault::StopsStaging)) && !self.staged.is_empty() {
-            self.fault = None;
-            return None;
+        match self.fault {
+            Some(Fault::StopsStaging) if !self.staged.is_empty() => {
+                self.fault = None;
+                return None;
+            }
+            Some(Fault::StagedPanicsFirst) => {
+                self.fault = None;
+                panic!("scripted panic in staged");
+            }
+            Some(Fault::StagedPanics) if !self.staged.is_empty() => {
+                self.fault = None;
+                self.staged.clear();
+                panic!("scripted panic in staged");
+            }
+            _ => {}
         }
         Some(self)
     }
@@ -286,6 +304,10 @@ fn a_worker_settles_a_failed_staged_batch_record_by_record() {
         // run: the burst is queued whole when the gate opens, so the batch
         // goes on (not its commit).
         Fault::StopsStaging,
+        // Uncaught, either panic ended the worker: the flush below then
+        // answered, and `Block` publishers waited for ever.
+        Fault::StagedPanicsFirst,
+        Fault::StagedPanics,
     ] {
         let written = Arc::new(Mutex::new(Vec::new()));
         let (gate, entered, release) = Gate::new();
@@ -306,8 +328,11 @@ fn a_worker_settles_a_failed_staged_batch_record_by_record() {
         log_through_the_gate(&broker, &entered, &release);
         let stats = handle.stats();
         let written = written.lock().unwrap().clone();
-        let panicked = matches!(fault, Fault::Panic { .. });
-        let failed = !matches!(fault, Fault::StopsStaging);
+        let panicked = matches!(
+            fault,
+            Fault::Panic { .. } | Fault::StagedPanicsFirst | Fault::StagedPanics
+        );
+        let failed = !matches!(fault, Fault::StopsStaging | Fault::StagedPanicsFirst);
         assert_eq!(
             (stats.matched, stats.written, stats.retried, stats.panics),
             (CALLS, CALLS, u64::from(failed), u64::from(panicked)),

@@ -547,7 +547,7 @@ impl Worker {
     /// records one at a time, `settle.rs`).
     fn take(&mut self, barrier: Option<&Barrier>) -> usize {
         if self.batch.is_empty() {
-            self.staging = !self.breaker.is_open() && self.appender.staged().is_some();
+            self.staging = !self.breaker.is_open() && self.offers_staging();
         }
         let before = self.batch.len();
         let take_into =
@@ -581,28 +581,54 @@ impl Worker {
         Counters::add(&self.shared.counters.taken, n as u64);
     }
 
+    /// Whether the appender stages its batches (`Appender::staged`, user
+    /// code, asked as a batch begins). A panic there is counted and
+    /// reported, and the batch goes the usual way (`append_batch`, whose
+    /// panics are caught too): uncaught, it ended the worker, and flushes
+    /// then answered for a queue no one drained. Out of line: asked once a
+    /// batch, not in the take's loop.
+    #[inline(never)]
+    fn offers_staging(&mut self) -> bool {
+        let appender = &mut self.appender;
+        match catch_unwind(AssertUnwindSafe(|| appender.staged().is_some())) {
+            Ok(offers) => offers,
+            Err(payload) => {
+                Counters::add(&self.shared.counters.panics, 1);
+                crate::report::stderr(format_args!(
+                    "logbus: subscription {:?}: {}; its batch is written without staging",
+                    self.shared.name,
+                    AppendError::panicked(payload.as_ref()).chain_text()
+                ));
+                false
+            }
+        }
+    }
+
     /// Hands the records taken since the last run to the appender to
     /// stage. A failure ends the staged batch (`settle.rs` settles it);
-    /// so does a panic, taken to have written nothing of the batch, as a
-    /// panicking `append_batch` is: a record may be written twice, none is
-    /// counted as written unwritten.
+    /// so does a panic, in `stage` or in `Appender::staged` asked for it,
+    /// taken to have written nothing of the batch, as a panicking
+    /// `append_batch` is: a record may be written twice, none is counted
+    /// as written unwritten.
     fn stage_taken(&mut self) {
         let from = self.staged;
-        let Some(staged) = self.appender.staged() else {
+        let (appender, run) = (&mut self.appender, &self.batch[from..]);
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            appender.staged().map(|staged| staged.stage(run, from))
+        }))
+        .unwrap_or_else(|payload| {
+            Some(Err(BatchError {
+                written: 0,
+                error: AppendError::panicked(payload.as_ref()),
+            }))
+        });
+        let Some(outcome) = outcome else {
             // It stopped offering staging (`Appender::staged` says it must
             // not): what it staged is settled, the rest goes the usual way.
             self.staging = false;
             return;
         };
         self.staged = self.batch.len();
-        let run = &self.batch[from..];
-        let outcome =
-            catch_unwind(AssertUnwindSafe(|| staged.stage(run, from))).unwrap_or_else(|payload| {
-                Err(BatchError {
-                    written: 0,
-                    error: AppendError::panicked(payload.as_ref()),
-                })
-            });
         if let Err(failure) = outcome {
             self.staging = false;
             self.stage_failure = Some(failure);

@@ -161,23 +161,25 @@ impl Worker {
         if staged == 0 {
             return 0;
         }
+        let appender = &mut self.appender;
         let outcome = match failure {
             Some(failure) => Err(failure),
-            None => match self.appender.staged() {
-                Some(appender) => catch_unwind(AssertUnwindSafe(|| appender.commit()))
-                    .unwrap_or_else(|payload| {
-                        Err(BatchError {
-                            written: 0,
-                            error: AppendError::panicked(payload.as_ref()),
-                        })
-                    }),
+            // `staged` is user code too: its panic is the commit's.
+            None => catch_unwind(AssertUnwindSafe(|| match appender.staged() {
+                Some(appender) => appender.commit(),
                 // It staged them: it cannot stop staging (a broken
                 // appender); none was written, as far as we know.
                 None => Err(BatchError {
                     written: 0,
                     error: AppendError::new(Operation::Other, "the staged batch went away"),
                 }),
-            },
+            }))
+            .unwrap_or_else(|payload| {
+                Err(BatchError {
+                    written: 0,
+                    error: AppendError::panicked(payload.as_ref()),
+                })
+            }),
         };
         let counters = &self.shared.counters;
         match outcome {
