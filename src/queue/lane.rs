@@ -533,6 +533,14 @@ impl LaneProducer {
         self.evicted = true;
     }
 
+    /// Gives up to `n` of the places this producer holds back to the
+    /// budget (places it took over by evicting and did not use).
+    pub(crate) fn give_back(&mut self, n: usize) {
+        let n = n.min(self.places);
+        self.places -= n;
+        self.lane.budget.release(n);
+    }
+
     /// This producer's gate flag (see `gate.rs`).
     pub(crate) fn busy(&self) -> &BusyFlag {
         &self.lane.busy

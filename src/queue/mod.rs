@@ -50,8 +50,11 @@
 //!   be older than what was evicted: the oldest *queued* record goes.
 //!
 //! The byte bound is a second budget: drop-oldest evicts the queue's oldest
-//! records until the new one fits, the blocking policies wait for room as
-//! they do for a place, drop-newest refuses the new record.
+//! records until the new one fits (as many as the queue holds, at most), the
+//! blocking policies wait for room as they do for a place, drop-newest
+//! refuses the new record. An evicted record's place passes to its evictor;
+//! the places a push took over and did not use go back to the budget, so
+//! a thread that evicted many for one large record holds none of them after.
 //!
 //! Control messages (flush, shutdown) never travel through the queue (they
 //! have their own channel, see `subscription`), so eviction cannot lose
@@ -484,8 +487,17 @@ impl Queue {
             producer: lane,
             queue: self,
             evicted: false,
+            adopted: 0,
+            pushed: false,
         };
         self.push_into(&mut end, item, counters, &mut spill);
+        // The places of evicted records this push did not use go back to
+        // the budget, as the shared channel's do (`push_shared`): a record
+        // evicted for bytes passes its place on too, and kept, these were
+        // this thread's alone (a review found an idle thread holding nearly
+        // the whole capacity after big records, the others dropping).
+        let unused = end.adopted.saturating_sub(usize::from(end.pushed));
+        end.producer.give_back(unused);
         if !end.evicted && !end.producer.peers.is_empty() {
             // The flood is over for this thread: let go of the lanes.
             end.producer.peers.clear();
@@ -686,8 +698,8 @@ impl Queue {
     }
 
     /// Takes the bytes of `record` from the byte budget. When they do not
-    /// fit: drop-oldest evicts the queue's oldest records (a bounded number
-    /// of times), the blocking policies wait for the worker as they do for
+    /// fit: drop-oldest evicts the queue's oldest records until they do
+    /// (at most the queue's capacity of them), the blocking policies wait for the worker as they do for
     /// a place (until `deadline`), drop-newest refuses. A refused record is
     /// counted as dropped. Returns whether the record may be pushed.
     fn reserve_bytes(
@@ -705,15 +717,21 @@ impl Queue {
         let size = item.size();
         let fits = match self.policy {
             OverflowPolicy::DropOldest => {
-                let mut attempts = 0;
+                // As many evictions as the record needs, which the queue's
+                // length bounds: each takes a record out, and one that
+                // finds none ends the loop. (A cap of 16 made a record that
+                // needed more evict 16 and then be dropped too: a review
+                // found it.) The count bounds the caller's time should
+                // other publishers keep refilling the bytes meanwhile.
+                let mut evictions = 0;
                 loop {
                     if bytes.try_take(size) {
                         break true;
                     }
-                    if attempts == EVICT_ATTEMPTS * 4 {
+                    if evictions == self.capacity {
                         break false;
                     }
-                    attempts += 1;
+                    evictions += 1;
                     if !self.evict(counters, spill, || end.evict_oldest(self)) {
                         break false;
                     }
@@ -758,6 +776,10 @@ struct LaneEnd<'l> {
     /// Whether this push evicted (the producer then keeps its copy of the
     /// lane list for the next one).
     evicted: bool,
+    /// Places of evicted records this push took over, and whether it
+    /// pushed (using one of them, or one of its own).
+    adopted: usize,
+    pushed: bool,
 }
 
 impl End for LaneEnd<'_> {
@@ -770,6 +792,28 @@ impl End for LaneEnd<'_> {
     /// a lane's memory follows its depth, not the capacity (see
     /// [`RING_START`]).
     fn try_push<'p>(&mut self, item: Item<'p>) -> Result<(), Item<'p>> {
+        let pushed = self.push(item);
+        self.pushed |= pushed.is_ok();
+        pushed
+    }
+
+    fn evict_oldest(&mut self, queue: &Queue) -> Option<Evicted> {
+        self.evicted = true;
+        let producer = &mut *self.producer;
+        // Acquire: pairs with `Registry::change`.
+        if producer.peers_version != queue.registry.version.load(Ordering::Acquire) {
+            producer.peers_version = queue.registry.copy(&mut producer.peers);
+        }
+        let oldest = queue.take_oldest(&producer.peers)?;
+        producer.adopt_place();
+        self.adopted += 1;
+        Some(oldest)
+    }
+}
+
+impl LaneEnd<'_> {
+    /// [`End::try_push`]'s body.
+    fn push<'p>(&mut self, item: Item<'p>) -> Result<(), Item<'p>> {
         let (producer, queue) = (&mut *self.producer, self.queue);
         let wide = producer.is_wide();
         if !wide && matches!(item, Item::Parts(_)) {
@@ -801,18 +845,6 @@ impl End for LaneEnd<'_> {
             }
             pushed => pushed,
         }
-    }
-
-    fn evict_oldest(&mut self, queue: &Queue) -> Option<Evicted> {
-        self.evicted = true;
-        let producer = &mut *self.producer;
-        // Acquire: pairs with `Registry::change`.
-        if producer.peers_version != queue.registry.version.load(Ordering::Acquire) {
-            producer.peers_version = queue.registry.copy(&mut producer.peers);
-        }
-        let oldest = queue.take_oldest(&producer.peers)?;
-        producer.adopt_place();
-        Some(oldest)
     }
 }
 
@@ -1209,6 +1241,65 @@ mod tests {
             queue.push_shared(record(6), &counters);
             assert_eq!((queue.len(), Counters::get(&counters.dropped)), (2, 3));
         }
+    }
+
+    /// A record larger than many queued ones evicts as many as it needs
+    /// from a lane, and is kept: 18 for a record 17 small ones long (a
+    /// first version stopped at 16 evictions and then dropped it too).
+    #[test]
+    fn a_large_record_into_a_lane_evicts_as_many_as_it_needs() {
+        let small = record(0).approx_size();
+        let (queue, mut drain) = Queue::new(100, Some(20 * small), OverflowPolicy::DropOldest);
+        let counters = Counters::default();
+        let mut lane = queue.new_lane(false);
+        for seq in 0..20 {
+            queue.push_lane(&mut lane, record(seq), &counters, drop);
+        }
+        let big = Record::builder(Topic::new(Level::Info, "t"))
+            .seq(20)
+            .message("x".repeat(17 * small))
+            .build();
+        queue.push_lane(&mut lane, Arc::new(big), &counters, drop);
+        let mut batch = Vec::new();
+        drain.take_batch(&queue, &mut batch, usize::MAX);
+        let seqs: Vec<u64> = batch.iter().map(|r| r.seq()).collect();
+        assert_eq!(seqs, [18, 19, 20]);
+        assert_eq!(Counters::get(&counters.dropped), 18);
+    }
+
+    /// Places of records evicted for bytes that a push does not use go
+    /// back to the budget: after a big record evicted eight small ones and
+    /// the worker took it, another thread fills the queue again without a
+    /// drop (a first version left seven of the eight places with the big
+    /// record's thread, and the other thread's pushes found the queue full).
+    #[test]
+    fn places_of_records_evicted_for_bytes_go_back_to_the_budget() {
+        let small = record(0).approx_size();
+        let (queue, mut drain) = Queue::new(8, Some(8 * small), OverflowPolicy::DropOldest);
+        let counters = Counters::default();
+        let mut a = queue.new_lane(false);
+        let mut b = queue.new_lane(false);
+        for seq in 0..8 {
+            queue.push_lane(&mut b, record(seq), &counters, drop);
+        }
+        let big = Record::builder(Topic::new(Level::Info, "t"))
+            .seq(8)
+            .message("x".repeat(7 * small))
+            .build();
+        assert_eq!(big.approx_size(), 8 * small);
+        queue.push_lane(&mut a, Arc::new(big), &counters, drop);
+        assert_eq!(Counters::get(&counters.dropped), 8, "it evicted all eight");
+        let mut batch = Vec::new();
+        assert_eq!(drain.take_batch(&queue, &mut batch, usize::MAX), 1);
+        assert!(
+            a.places() <= 1,
+            "the big record's thread holds {}",
+            a.places()
+        );
+        for seq in 10..18 {
+            queue.push_lane(&mut b, record(seq), &counters, drop);
+        }
+        assert_eq!((queue.len(), Counters::get(&counters.dropped)), (8, 8));
     }
 
     /// Parts count in the byte budget as the records made of them do: a
