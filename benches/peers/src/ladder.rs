@@ -12,7 +12,7 @@
 //! | `ladder-route` | the route: the thread's view (a thread-local), the broker's generation (an `Acquire` load), the last route's level and target compared, the lane kept in the view |
 //! | `ladder-gate` | the gate: the lane's busy flag set, a `SeqCst` fence, the generation and the closed flag read again, the flag cleared (`Release`), the worker's sleeping flag read |
 //! | `ladder-light` | as `ladder-gate`, with a compiler fence where the gate has its `SeqCst` fence (logbus's publisher since `9f40a36`: the heavy side of the pair is the closer's `membarrier`, `src/sync/barrier.rs`) |
-//! | `ladder-log` | `ladder-gate`, reached through `log::info!` and a `log::Log` (the `log` crate's `Record`, and a call through `dyn Log`) |
+//! | `ladder-log` | `ladder-light` (logbus's gate; `ladder-gate` before the twentieth session), reached through `log::info!` and a `log::Log` (the `log` crate's `Record`, and a call through `dyn Log`) |
 //!
 //! `logbus-block` is the next rung: logbus itself, the same call.
 //!
@@ -208,7 +208,7 @@ impl log::Log for LadderLog {
     }
 
     fn log(&self, record: &log::Record<'_>) {
-        publish::<GATE, _>(
+        publish::<LIGHT, _>(
             record.level(),
             record.target(),
             *record.args(),
