@@ -80,12 +80,16 @@ fn work_until(sub: &Sub, records: usize) {
             continue;
         }
         sub.waker.sleep(|| {
-            let shared = waker::look(sub.shared_gate.is_set(), || {
-                sub.shared.load(Ordering::Acquire) > shared_head
+            let shared = std::iter::once_with(|| {
+                waker::look(sub.shared_gate.is_set(), || {
+                    sub.shared.load(Ordering::Acquire) > shared_head
+                })
             });
-            shared.or(waker::look(sub.lane.busy.is_set(), || {
-                sub.lane.queued(lane_head)
-            }))
+            let lane = std::iter::once_with(|| {
+                waker::look(sub.lane.busy.is_set(), || sub.lane.queued(lane_head))
+            });
+            // One lane, none added (`Drain::look` with a fixed registry).
+            waker::look_all(shared.chain(lane), || false)
         });
     }
 }
@@ -297,10 +301,11 @@ fn removal(publisher_fences: bool) {
 
 /// A lane's growth inside the gate (`Queue::renew`, `LaneProducer::replace`):
 /// the producer registers a new lane after its fence, pushes there, clears
-/// the new and then the old lane's flag, then wakes. The worker's look
-/// follows `Drain::look`: each lane it knows, flag then records, and the
-/// registry's version last (`version_last`), or first, as it was before a
-/// review found the lost wake-up.
+/// the new and then the old lane's flag, then wakes. The worker's look is
+/// logbus's own (`waker::look_all`, which `Drain::look` runs: each lane it
+/// knows, flag then records, the registry's version last) with
+/// `version_last`, or the version read first, as it was before a review
+/// found the lost wake-up.
 fn growth(version_last: bool) {
     let (old, new) = (Arc::new(Lane::default()), Arc::new(Lane::default()));
     let version = Arc::new(AtomicUsize::new(0));
@@ -325,22 +330,17 @@ fn growth(version_last: bool) {
                     return;
                 }
                 waker.sleep(|| {
-                    let added = || {
-                        waker::Work::from(version.load(Ordering::Acquire) != usize::from(knows_new))
-                    };
-                    let first = if version_last {
-                        waker::Work::None
-                    } else {
-                        added()
-                    };
-                    let mut work = first.or(waker::look(old.busy.is_set(), || old.queued(0)));
-                    if knows_new {
-                        work = work.or(waker::look(new.busy.is_set(), || new.queued(0)));
-                    }
+                    let added = || version.load(Ordering::Acquire) != usize::from(knows_new);
+                    let lanes = std::iter::once(&old).chain(knows_new.then_some(&new));
+                    let looks =
+                        lanes.map(|lane| waker::look(lane.busy.is_set(), || lane.queued(0)));
                     if version_last {
-                        work = work.or(added());
+                        // logbus's own look (`Drain::look`).
+                        return waker::look_all(looks, added);
                     }
-                    work
+                    // The broken order, for the model that must fail.
+                    let first = waker::Work::from(added());
+                    looks.fold(first, waker::Work::or)
                 });
             }
         })

@@ -164,24 +164,23 @@ impl Drain {
         self.newest.take()
     }
 
-    /// The worker's look before it parks (`waker.rs`): each source's gate
-    /// first, then its records; then new lanes. The registry version is read
-    /// last: a producer that grew its lane registered the new one after its
-    /// gate fence, so only a flag seen cleared (Acquire, after the push into
-    /// the new lane) makes that registration visible (a review found the
-    /// wake-up lost with the version read first; `loom/` models it).
+    /// The worker's look before it parks (`waker::look_all`, whose order
+    /// the loom models check): each source's gate first, then its records;
+    /// then new lanes, the registry's version read last.
     pub(crate) fn look(&self, queue: &Queue) -> Work {
         if queue.front.is_active() {
             // Held, the worker sleeps until `Front::fill` wakes it.
             return Work::from(!queue.front.is_held());
         }
-        let shared = waker::look(queue.gate.is_set(), || queue.shared.len() > 0);
-        let work = self.lanes.iter().fold(shared, |work, lane| {
-            work.or(waker::look(lane.busy().is_set(), || lane.len() > 0))
-        });
+        let shared =
+            std::iter::once_with(|| waker::look(queue.gate.is_set(), || queue.shared.len() > 0));
+        let lanes = self
+            .lanes
+            .iter()
+            .map(|lane| waker::look(lane.busy().is_set(), || lane.len() > 0));
         // Acquire: pairs with `Registry::change`.
-        let added = queue.registry.version.load(Ordering::Acquire) != self.lanes_seen;
-        work.or(Work::from(added))
+        let added = || queue.registry.version.load(Ordering::Acquire) != self.lanes_seen;
+        waker::look_all(shared.chain(lanes), added)
     }
 
     /// Forgets lanes whose publisher is gone and which are drained: the

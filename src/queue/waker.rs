@@ -139,6 +139,19 @@ pub(crate) fn look(busy: bool, queued: impl FnOnce() -> bool) -> Work {
     }
 }
 
+/// The worker's look at all of its queue (`Drain::look`): each source's
+/// [`look`] in turn (`looks`, made as it is iterated), then `added`, read
+/// last: whether sources were registered since the worker's list (the
+/// registry's version, `Acquire`). Last, because a producer that grows its
+/// lane registers the new one after its gate fence: only its old lane's
+/// flag seen cleared (`Acquire`, after the push into the new lane) makes
+/// that registration visible. (A review found the wake-up lost with the
+/// version read first; the loom models run this function.)
+pub(crate) fn look_all(looks: impl Iterator<Item = Work>, added: impl FnOnce() -> bool) -> Work {
+    let work = looks.fold(Work::None, Work::or);
+    work.or(Work::from(added()))
+}
+
 /// One worker's parking place.
 #[derive(Debug, Default)]
 pub(crate) struct Waker {
