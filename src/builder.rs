@@ -184,7 +184,9 @@ impl Builder {
     /// `…[truncated N bytes]`, on the caller's thread, which formats and
     /// copies no more than that plus one chunk; counted in
     /// [`BrokerStats::truncated`](crate::BrokerStats::truncated). Values
-    /// below 1 KiB are raised to it.
+    /// below 1 KiB are raised to it. The target is not cut (routing reads
+    /// it whole); a target longer than 256 bytes is routed afresh on each
+    /// call rather than kept for the process's life or in a route cache.
     pub fn max_record_bytes(mut self, bytes: usize) -> Self {
         self.intake.max_bytes = bytes.max(1024);
         self

@@ -210,12 +210,23 @@ pub(crate) struct Route {
 /// cap (dynamic targets) topics are reference-counted instead of leaked.
 const INTERN_CAP: usize = 4096;
 
+/// The longest target interned or kept in a thread's route cache. Targets
+/// are module paths, tens of bytes; a longer one (made at run time, say
+/// from a request) is routed on every call, its topic reference-counted,
+/// so that neither the process's interned topics nor the route caches
+/// (1,024 routes a thread) hold such targets whole: a review found a
+/// thread holding a megabyte target in each of its cached routes.
+const CACHED_TARGET_MAX: usize = 256;
+
 /// Interned topics. The lock is taken only on a route-cache miss.
 type TopicTable = HashMap<(Level, Box<str>), Topic>;
 
 static TOPICS: Mutex<Option<TopicTable>> = Mutex::new(None);
 
 fn intern_topic(level: Level, target: &str) -> Topic {
+    if target.len() > CACHED_TARGET_MAX {
+        return Topic::new(level, target);
+    }
     let mut topics = lock(&TOPICS);
     let topics = topics.get_or_insert_with(HashMap::new);
     if let Some(topic) = topics.get(&(level, Box::from(target))) {
@@ -377,6 +388,10 @@ fn find(
     level: Level,
     target: &str,
 ) -> Rc<Route> {
+    if target.len() > CACHED_TARGET_MAX {
+        // Held by the last two routes only (`BrokerView::last`, `before`).
+        return Rc::new(snapshot.route(level, target));
+    }
     if routes.len() >= ROUTE_CACHE_CAP && !routes.contains_key(&key) {
         routes.clear();
     }
@@ -560,6 +575,30 @@ mod tests {
             .routes
             .values()
             .all(|route| Rc::strong_count(route) <= 2));
+    }
+
+    /// A target longer than [`CACHED_TARGET_MAX`] is routed on every call:
+    /// no cached route and no interned topic keeps it, whatever number of
+    /// such targets a thread logs with; one at the limit is cached.
+    #[test]
+    fn a_long_target_is_neither_cached_nor_interned() {
+        let mut view = view();
+        for i in 0..2 * ROUTE_CACHE_CAP {
+            let target = format!("{i:0width$}", width = CACHED_TARGET_MAX + 1);
+            assert_eq!(routed_target(&mut view, Level::Info, &target), target);
+            assert!(produce_static(&view).is_none(), "interned: {target}");
+        }
+        assert!(view.routes.is_empty(), "{} cached", view.routes.len());
+        let target = "t".repeat(CACHED_TARGET_MAX);
+        assert_eq!(routed_target(&mut view, Level::Info, &target), target);
+        assert_eq!(view.routes.len(), 1);
+        assert!(produce_static(&view).is_some());
+    }
+
+    /// The last route's topic, if interned.
+    fn produce_static(view: &BrokerView) -> Option<()> {
+        let (_, route) = view.last.as_ref()?;
+        logbus_appenders::__private_api::static_topic(&route.topic).map(|_| ())
     }
 
     #[test]

@@ -19,8 +19,10 @@
 //! (and the bound), then, a longer one, on into the thread's spill buffer
 //! through [`Bounded`], so the bound and its mark are the same.
 //!
-//! Memory: a record holds at most the bound per field, so logging one
-//! huge message raises the peak resident memory by at most about twice
+//! Memory: a record holds at most the bound per message and key-value
+//! string (the target is not cut, since routing reads it whole; one
+//! longer than 256 bytes is neither interned nor kept in a route cache,
+//! `route.rs`), so logging one huge message raises the peak resident memory by at most about twice
 //! the bound (the record, and an appender's render buffer) plus the few
 //! MiB a broker's threads start with, and nothing stays (a recycled
 //! record keeps at most 4 KiB of buffer; `tests/record_bound.rs` checks
