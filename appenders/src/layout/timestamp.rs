@@ -309,20 +309,23 @@ impl Timestamp {
     }
 
     /// Appends the formatted `time` to `out`.
+    /// A time whose seconds an `i64` does not hold (which a
+    /// `SystemTime` can be) is written `?`, as one chrono cannot format.
     pub(crate) fn render(&mut self, time: SystemTime, out: &mut Vec<u8>) {
-        let (second, nanos) = match time.duration_since(UNIX_EPOCH) {
-            Ok(d) => (d.as_secs() as i64, d.subsec_nanos()),
+        let seconds = |d: std::time::Duration| i64::try_from(d.as_secs()).ok();
+        let split = match time.duration_since(UNIX_EPOCH) {
+            Ok(d) => seconds(d).map(|second| (second, d.subsec_nanos())),
             Err(before) => {
                 let d = before.duration();
                 let nanos = d.subsec_nanos();
-                if nanos == 0 {
-                    (-(d.as_secs() as i64), 0)
-                } else {
-                    (-(d.as_secs() as i64) - 1, 1_000_000_000 - nanos)
-                }
+                seconds(d).and_then(|second| match nanos {
+                    0 => Some((-second, 0)),
+                    _ => (-second).checked_sub(1).map(|s| (s, 1_000_000_000 - nanos)),
+                })
             }
         };
-        if self.try_render(second, nanos, out).is_err() {
+        let rendered = split.map(|(second, nanos)| self.try_render(second, nanos, out));
+        if !matches!(rendered, Some(Ok(_))) {
             out.push(b'?');
         }
     }
@@ -390,7 +393,9 @@ impl Timestamp {
     fn refresh(&mut self, second: i64, nanos: u32) -> std::fmt::Result {
         self.cache.second = None;
         self.cache.start = None;
-        let time = DateTime::<Utc>::from_timestamp(second, nanos).unwrap_or_default();
+        // Beyond chrono's range (about 262,000 years either way): `?`, not
+        // the epoch's text.
+        let time = DateTime::<Utc>::from_timestamp(second, nanos).ok_or(std::fmt::Error)?;
         let zoned = self.with_zone(time);
         for part in &self.parts {
             if let Part::PerSecond(index, items) = part {
@@ -409,7 +414,7 @@ impl Timestamp {
     /// part in turn.
     #[inline(never)]
     fn render_parts(&self, second: i64, nanos: u32, out: &mut Vec<u8>) -> std::fmt::Result {
-        let time = || DateTime::<Utc>::from_timestamp(second, nanos).unwrap_or_default();
+        let time = || DateTime::<Utc>::from_timestamp(second, nanos).ok_or(std::fmt::Error);
         for part in &self.parts {
             match part {
                 Part::PerSecond(index, _) => {
@@ -417,7 +422,7 @@ impl Timestamp {
                 }
                 &Part::Fraction { dot, digits } => push_fraction(out, nanos, dot, digits),
                 Part::SubSecond(item) => {
-                    let zoned = self.with_zone(time());
+                    let zoned = self.with_zone(time()?);
                     let mut text = String::new();
                     write!(text, "{}", zoned.format_with_items(std::iter::once(item)))?;
                     out.extend_from_slice(text.as_bytes());
@@ -647,6 +652,33 @@ mod tests {
         ts.render(at(1_795_983_923, 0), &mut out);
         let text = String::from_utf8(out).unwrap();
         assert!(DateTime::parse_from_rfc3339(&text).is_ok(), "{text}");
+    }
+
+    /// A time beyond what an `i64` of seconds holds (a `SystemTime` can
+    /// be, on Linux) is written `?`, not a panic (a review's record
+    /// built 2^63 seconds before the epoch negated past `i64::MIN`), and
+    /// so is one an `i64` holds but chrono's range does not (it was
+    /// written as the epoch).
+    #[test]
+    fn times_beyond_an_i64_of_seconds_render_a_question_mark() {
+        let far = Duration::from_secs(1 << 63);
+        let edge = Duration::from_secs(i64::MAX as u64);
+        let mut ts = Timestamp::new(Zone::Utc, DEFAULT_UTC_FORMAT).unwrap();
+        for time in [
+            UNIX_EPOCH.checked_sub(far),
+            UNIX_EPOCH.checked_sub(far + Duration::from_nanos(1)),
+            UNIX_EPOCH.checked_add(far),
+            UNIX_EPOCH.checked_sub(edge + Duration::from_nanos(1)),
+            UNIX_EPOCH.checked_sub(edge),
+            UNIX_EPOCH.checked_add(edge),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let mut out = Vec::new();
+            ts.render(time, &mut out);
+            assert_eq!(out, b"?", "{time:?}");
+        }
     }
 
     #[test]
