@@ -725,3 +725,40 @@ fn a_dead_letter_subscription_cannot_replay_or_record() {
         .set_dead_letter(Subscription::builder("dead", Memory::new().0))
         .unwrap();
 }
+
+/// A replay's predicate may unsubscribe the subscription it filters for:
+/// the removal completes once the predicate has returned (it waited for
+/// ever for the worker, which waited for the predicate: a review found it),
+/// and the subscription's records are all accounted for.
+#[test]
+fn a_replay_predicate_may_unsubscribe_its_own_subscription() {
+    let broker = journal_broker(Journal::new());
+    for i in 0..3 {
+        log::info!(logger: &broker, target: "app", "old {i}");
+    }
+    let (in_predicate, subscriber) = (broker.handle(), broker.handle());
+    let (done_tx, done_rx) = bounded(1);
+    thread::spawn(move || {
+        let removed = Arc::new(std::sync::Mutex::new(None));
+        let seen = Arc::clone(&removed);
+        let builder = Subscription::builder("late", Memory::new().0)
+            .replay(Replay::Oldest)
+            .filter(move |_| {
+                let mut removed = seen.lock().unwrap();
+                if removed.is_none() {
+                    *removed = Some(in_predicate.unsubscribe("late").is_ok());
+                }
+                true
+            });
+        let subscribed = subscriber.subscribe(builder).is_ok();
+        let removed = removed.lock().unwrap().take();
+        let _ = done_tx.send((subscribed, removed));
+    });
+    let (subscribed, removed) = recv(&done_rx, "subscribe, its predicate unsubscribing");
+    assert!(subscribed);
+    assert_eq!(removed, Some(true), "the predicate's unsubscribe found it");
+    assert!(!broker.stats().subscriptions.contains_key("late"));
+    // Shutdown joins the removal finishing in the background.
+    let report = broker.shutdown();
+    assert!(report.unfinished.is_empty(), "{report:?}");
+}

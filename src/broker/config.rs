@@ -337,13 +337,17 @@ impl BrokerShared {
     }
 
     /// Drains and joins a subscription taken out of the snapshot (and put
-    /// on `removing`); returns its final counters. On a worker thread it
-    /// does not wait: a fresh thread finishes the removal.
+    /// on `removing`); returns its final counters. On a worker thread, or
+    /// from a predicate (the routing state), it does not wait: a fresh
+    /// thread finishes the removal.
     pub(super) fn finish_removal(self: &Arc<Self>, sub: Arc<SubShared>) -> SubscriptionStats {
         let name = &sub.name;
-        if thread_role::on_worker_thread() {
+        if thread_role::in_logbus() {
             // We may be this subscription's own worker, or another worker
-            // that it waits on: finish the removal on a fresh thread.
+            // that it waits on; or its replay's predicate, whose return
+            // ends the hold its worker waits for before it stops (a review
+            // found that removal waiting for ever): finish the removal on
+            // a fresh thread.
             let (broker, finisher) = (Arc::clone(self), Arc::clone(&sub));
             let spawned = thread::Builder::new()
                 .name("logbus-unsubscribe".into())

@@ -302,8 +302,10 @@ impl BrokerHandle {
     /// queued, flushes its appender and joins its worker. Returns its final
     /// counters.
     ///
-    /// Called from inside an appender (on a logbus worker thread) it does not
-    /// wait: routing stops at once and the drain completes in the background.
+    /// Called from inside an appender (on a logbus worker thread) or a
+    /// subscription's predicate it does not wait: routing stops at once and
+    /// the drain completes in the background (a replaying subscription's
+    /// worker waits for its predicate to return before it can stop).
     ///
     /// # Errors
     ///
