@@ -19,6 +19,10 @@ use logbus_appenders::Record;
 
 use crate::sync::{fence, lock, Arc, AtomicBool, AtomicUsize, Mutex, Ordering};
 
+/// The longest a worker parks between looks at a held front (it is woken
+/// when the hold ends; this bounds a wake-up that came before its park).
+const RELEASE_LOOK: std::time::Duration = std::time::Duration::from_millis(1);
+
 pub(crate) struct Front {
     records: Mutex<VecDeque<Arc<Record>>>,
     /// How many records `records` holds, readable without the lock.
@@ -48,9 +52,14 @@ impl Front {
     /// while the records it waits for are held back. The subscribing
     /// thread ends the hold as soon as the predicate has run over the
     /// replayed records (a guard ends it on unwinding too).
+    ///
+    /// Called by the worker, which `Release` (the hold's end) wakes: it
+    /// parks meanwhile, a millisecond at most between looks, instead of
+    /// spinning a core while the predicate runs (a review measured a whole
+    /// core spent).
     pub(crate) fn wait_released(&self) {
         while self.is_held() {
-            crate::sync::thread::yield_now();
+            crate::sync::thread::park_timeout(RELEASE_LOOK);
         }
     }
 
