@@ -512,7 +512,12 @@ impl Worker {
             // Relaxed: see `SubShared::cursor`.
             let next = self.seq.load(Ordering::Relaxed);
             self.let_go();
-            self.shared.advance(next);
+            if !self.shared.queue.front.is_active() {
+                // Not while a replay holds the queue: its records, and the
+                // live ones queued behind them, are not written yet (a
+                // review found the journal letting go of them).
+                self.shared.advance(next);
+            }
             self.idle();
             self.drain.forget_finished(&self.shared.queue);
             if self.pace != Pace::Trickle && self.spin_for_work() {
