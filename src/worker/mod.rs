@@ -505,19 +505,9 @@ impl Worker {
                 self.write_batch();
                 continue;
             }
-            // Nothing queued: every record below the next seq that was
-            // queued here is written (the cursor, a hint: one in flight may
-            // still come); once the written ones are let go of, report drops
-            // and flush the appender, then wait.
-            // Relaxed: see `SubShared::cursor`.
-            let next = self.seq.load(Ordering::Relaxed);
-            self.let_go();
-            if !self.shared.queue.front.is_active() {
-                // Not while a replay holds the queue: its records, and the
-                // live ones queued behind them, are not written yet (a
-                // review found the journal letting go of them).
-                self.shared.advance(next);
-            }
+            // Nothing queued: the cursor moves, then report drops and flush
+            // the appender, then wait.
+            self.caught_up();
             self.idle();
             self.drain.forget_finished(&self.shared.queue);
             if self.pace != Pace::Trickle && self.spin_for_work() {
@@ -538,6 +528,21 @@ impl Worker {
         }
         self.idle();
         self.hand_back.send();
+    }
+
+    /// A take found nothing: every record below the next seq that was
+    /// queued here is written (the cursor, a hint: one in flight may still
+    /// come), once the written ones are let go of. Not while a replay holds
+    /// the queue: its records, and the live ones queued behind them, are
+    /// not written yet (a review found an `UntilWritten` journal letting
+    /// go of them).
+    fn caught_up(&mut self) {
+        // Relaxed: see `SubShared::cursor`.
+        let next = self.seq.load(Ordering::Relaxed);
+        self.let_go();
+        if !self.shared.queue.front.is_active() {
+            self.shared.advance(next);
+        }
     }
 
     /// Takes up to a batch of queued records; returns how many were added.
@@ -1011,6 +1016,39 @@ mod tests {
         worker.idle();
         assert_eq!(counts(), [2, 2, 2, 2]);
         assert_eq!(worker.shared.cursor(), 4);
+    }
+
+    /// A take that finds nothing because a replay holds the queue does not
+    /// move the cursor past the records held back; once the hold ends and
+    /// they are written, it moves.
+    #[test]
+    fn the_cursor_stays_while_a_replay_holds_the_queue() {
+        let seq = Arc::new(CacheLine(AtomicU64::new(0)));
+        let (memory, captured) = Memory::new();
+        let builder = Subscription::builder("s", memory);
+        let (mut worker, _done) = Worker::new(
+            builder,
+            DeadLetters::IsDeadLetter,
+            &Pool::new(),
+            Arc::clone(&seq),
+        );
+        worker.shared.queue.front.hold();
+        seq.store(3, Ordering::Relaxed);
+        worker.shared.push_shared(test_record(2)).unwrap();
+        assert_eq!(worker.take_batch(), 0, "held");
+        worker.caught_up();
+        assert_eq!(worker.shared.cursor(), 0, "records 0 to 2 are not written");
+        worker
+            .shared
+            .queue
+            .front
+            .fill(vec![test_record(0), test_record(1)]);
+        while worker.take_batch() > 0 {
+            worker.write_batch();
+        }
+        worker.caught_up();
+        assert_eq!(worker.shared.cursor(), 3);
+        assert_eq!(captured.records().len(), 3);
     }
 
     /// Sends each record's `seq` as it is written.
