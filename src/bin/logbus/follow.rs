@@ -224,10 +224,15 @@ impl Follower {
     }
 
     /// The rotated files (`app.log.N`) newer than the current file and
-    /// older than `next`, oldest first.
+    /// older than `next`, oldest first. Only those are kept open: the scan,
+    /// newest first, stops at the current file, and closes at once a file
+    /// last written before it (so that weeks of hourly rotation do not take
+    /// more descriptors than the process may hold: a review found `tail -F`
+    /// failing at its first rotation past 1,020 files).
     fn rotated_between(&self, next: &Source) -> Result<Vec<Source>, TailError> {
         let rotated =
             rotated_files(&self.path).map_err(|e| TailError::Read(self.path.clone(), e))?;
+        let since = self.current.modified();
         // Newest first: app.log.1, app.log.2, ... (or the latest date first).
         let mut opened: Vec<Source> = Vec::new();
         for path in rotated {
@@ -237,8 +242,16 @@ impl Follower {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(TailError::Read(path, e)),
             };
+            if source.id == self.current.id {
+                opened.push(source);
+                break;
+            }
+            let older = match (since, source.modified()) {
+                (Some(since), Some(modified)) => modified < since,
+                _ => false,
+            };
             // A rotation during the listing can show one file twice.
-            if opened.iter().all(|s| s.id != source.id) {
+            if !older && opened.iter().all(|s| s.id != source.id) {
                 opened.push(source);
             }
         }
@@ -250,17 +263,14 @@ impl Follower {
         let mut between: Vec<Source> = match opened.iter().position(|s| s.id == self.current.id) {
             Some(at) if at >= newer_than_next => opened.drain(newer_than_next..at).collect(),
             Some(_) => Vec::new(),
-            None => {
-                let since = self.current.modified();
-                opened
-                    .drain(newer_than_next..)
-                    .filter(|s| s.id != next.id)
-                    .filter(|s| match (since, s.modified()) {
-                        (Some(since), Some(modified)) => modified >= since,
-                        _ => false,
-                    })
-                    .collect()
-            }
+            None => opened
+                .drain(newer_than_next..)
+                .filter(|s| s.id != next.id)
+                .filter(|s| match (since, s.modified()) {
+                    (Some(since), Some(modified)) => modified >= since,
+                    _ => false,
+                })
+                .collect(),
         };
         between.reverse();
         Ok(between)
@@ -397,6 +407,53 @@ mod tests {
         fs::write(&path, "short\n").unwrap();
         source.read_lines(&mut emit).unwrap();
         assert_eq!(lines(&seen), ["a long first line", "short"]);
+    }
+
+    /// Weeks of hourly rotation: more rotated files than the process may
+    /// hold open (its soft limit lowered to 256 for the test); one
+    /// rotation later, every line is read once, in order.
+    #[test]
+    fn many_rotated_files_take_few_descriptors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.log");
+        let rotated = |n: usize| dir.path().join(format!("app.log.{n}"));
+        for n in 1..=600 {
+            fs::write(rotated(n), "old\n").unwrap();
+        }
+        fs::write(&path, "a\n").unwrap();
+        let mut follower = Follower::new(&path, Source::open(&path).unwrap());
+        let mut seen = Vec::new();
+        let mut emit = |line: &[u8]| {
+            seen.push(line.to_vec());
+            Ok(())
+        };
+        follower.poll(&mut emit).unwrap();
+        for n in (1..=600).rev() {
+            fs::rename(rotated(n), rotated(n + 1)).unwrap();
+        }
+        let mut live = fs::OpenOptions::new().append(true).open(&path).unwrap();
+        live.write_all(b"b\n").unwrap();
+        drop(live);
+        fs::rename(&path, rotated(1)).unwrap();
+        fs::write(&path, "c\n").unwrap();
+        let polled = with_descriptor_limit(256, || follower.poll(&mut emit));
+        polled.unwrap();
+        assert_eq!(lines(&seen), ["a", "b", "c"]);
+    }
+
+    /// Runs `f` with the process's soft limit of open files at `limit`,
+    /// then puts the limit back.
+    fn with_descriptor_limit<T>(limit: u64, f: impl FnOnce() -> T) -> T {
+        use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+        let old = getrlimit(Resource::Nofile);
+        let lowered = Rlimit {
+            current: Some(old.current.map_or(limit, |current| current.min(limit))),
+            maximum: old.maximum,
+        };
+        setrlimit(Resource::Nofile, lowered).unwrap();
+        let result = f();
+        setrlimit(Resource::Nofile, old).unwrap();
+        result
     }
 
     #[test]
