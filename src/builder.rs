@@ -241,18 +241,16 @@ impl Builder {
     /// pattern, duplicate name, zero capacity), [`InstallError::Journal`]
     /// if the journal's settings are, [`InstallError::EnvDirectives`] if the
     /// variable given to [`env_directives`](Builder::env_directives) holds a
-    /// malformed directive.
+    /// malformed directive or is not UTF-8.
     pub fn build(self) -> Result<Broker, InstallError> {
         let mut directives = self.directives;
         if let Some(var) = self.env_directives {
-            if let Some(spec) = std::env::var_os(&var) {
-                let spec = spec.to_string_lossy();
-                if !spec.trim().is_empty() {
-                    match Directives::parse(&spec) {
-                        Ok(parsed) => directives = Some(parsed),
-                        Err(error) => return Err(InstallError::EnvDirectives { var, error }),
-                    }
-                }
+            let parsed = crate::directive::env_spec(&var)
+                .and_then(|spec| spec.map(|spec| Directives::parse(&spec)).transpose());
+            match parsed {
+                Ok(Some(parsed)) => directives = Some(parsed),
+                Ok(None) => {}
+                Err(error) => return Err(InstallError::EnvDirectives { var, error }),
             }
         }
         let broker = Broker::with_settings(self.flush_timeout, self.shutdown_timeout, self.intake);

@@ -501,6 +501,7 @@ impl fmt::Display for DirectiveError {
                 "message filters are not supported; keep the directives before '/' and filter \
                  messages with `SubscriptionBuilder::filter`"
             }
+            DirectiveErrorKind::NotUnicode => "not UTF-8",
         };
         write!(
             f,
@@ -544,6 +545,47 @@ pub enum DirectiveErrorKind {
     /// assert_eq!((err.directive(), err.position()), ("/^GET", 4));
     /// ```
     UnsupportedRegex,
+    /// The environment variable's value is not UTF-8 (the position is its
+    /// first byte that is not; the directive, the value with U+FFFD there).
+    ///
+    /// ```
+    /// # #[cfg(unix)] {
+    /// use std::os::unix::ffi::OsStrExt;
+    /// use logbus::DirectiveErrorKind;
+    ///
+    /// std::env::set_var("APP_LOG", std::ffi::OsStr::from_bytes(b"info,app\xff=debug"));
+    /// let err = logbus::builder().env_directives("APP_LOG").build().unwrap_err();
+    /// let logbus::InstallError::EnvDirectives { error, .. } = err else { panic!("{err}") };
+    /// assert_eq!((error.kind(), error.position()), (DirectiveErrorKind::NotUnicode, 8));
+    /// # }
+    /// ```
+    NotUnicode,
+}
+
+/// The directives spec in the environment variable `var`: `None` when it
+/// is unset or blank, an error ([`DirectiveErrorKind::NotUnicode`]) when it
+/// is not UTF-8 (read as text, it was taken for no directives at all, or
+/// for garbled ones, depending on the caller: a review found the three
+/// ways).
+pub(crate) fn env_spec(var: &str) -> Result<Option<String>, DirectiveError> {
+    let Some(value) = std::env::var_os(var) else {
+        return Ok(None);
+    };
+    match value.into_string() {
+        Ok(spec) if spec.trim().is_empty() => Ok(None),
+        Ok(spec) => Ok(Some(spec)),
+        Err(raw) => {
+            let bytes = raw.as_encoded_bytes();
+            let position = std::str::from_utf8(bytes)
+                .err()
+                .map_or(0, |e| e.valid_up_to());
+            Err(DirectiveError {
+                directive: raw.to_string_lossy().trim().to_owned(),
+                position,
+                kind: DirectiveErrorKind::NotUnicode,
+            })
+        }
+    }
 }
 
 #[cfg(test)]

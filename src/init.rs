@@ -5,7 +5,7 @@ use std::fmt;
 
 use logbus_appenders::{Console, ConsoleTarget};
 
-use crate::directive::{DirectiveError, Directives};
+use crate::directive::{env_spec, DirectiveError, Directives};
 use crate::error::InstallError;
 use crate::log_backend::LoggerGuard;
 use crate::subscription::Subscription;
@@ -67,21 +67,20 @@ pub fn init() -> LoggerGuard {
 /// }
 /// ```
 pub fn try_init() -> Result<LoggerGuard, InitError> {
-    let directives = match std::env::var(ENV_VAR) {
-        Ok(spec) if !spec.trim().is_empty() => {
-            Directives::parse(&spec).map_err(InitError::Directive)?
-        }
-        _ => Directives::new(log::LevelFilter::Info),
+    let directives = match env_spec(ENV_VAR).map_err(InitError::Directive)? {
+        Some(spec) => Directives::parse(&spec).map_err(InitError::Directive)?,
+        None => Directives::new(log::LevelFilter::Info),
     };
     install(directives).map_err(InitError::Install)
 }
 
-/// `RUST_LOG`'s directives (`info` when unset or empty) and the malformed
-/// ones skipped; also read by test mode (`testing.rs`).
+/// `RUST_LOG`'s directives (`info` when unset or empty, or not UTF-8) and
+/// the malformed ones skipped; also read by test mode (`testing.rs`).
 pub(crate) fn directives_from_env_lossy() -> (Directives, Vec<DirectiveError>) {
-    match std::env::var(ENV_VAR) {
-        Ok(spec) if !spec.trim().is_empty() => Directives::parse_lossy(&spec),
-        _ => (Directives::new(log::LevelFilter::Info), Vec::new()),
+    match env_spec(ENV_VAR) {
+        Ok(Some(spec)) => Directives::parse_lossy(&spec),
+        Ok(None) => (Directives::new(log::LevelFilter::Info), Vec::new()),
+        Err(error) => (Directives::new(log::LevelFilter::Info), vec![error]),
     }
 }
 

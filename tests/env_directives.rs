@@ -2,6 +2,7 @@
 //! own level. Each case runs this test binary again as a child process with its own
 //! environment (setting variables in a multi-threaded test process races with readers).
 
+use std::ffi::OsStr;
 use std::process::Command;
 
 use logbus::{InstallError, LevelFilter, Memory, Subscription};
@@ -44,6 +45,11 @@ fn env_child() {
 
 /// Runs the child with `RUST_LOG` set to `value` (or unset) and returns its report.
 fn run(value: Option<&str>) -> String {
+    run_os(value.map(OsStr::new))
+}
+
+/// [`run`], with any value an environment variable can hold.
+fn run_os(value: Option<&OsStr>) -> String {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
         .args(["--exact", "env_child", "--nocapture", "--test-threads=1"])
@@ -113,5 +119,17 @@ fn a_malformed_value_is_a_typed_error_naming_the_variable_and_directive() {
         "error: RUST_LOG: invalid directive \"/GET\" at byte 4: message filters are not \
          supported; keep the directives before '/' and filter messages with \
          `SubscriptionBuilder::filter`"
+    );
+}
+
+/// A value that is not UTF-8 is a typed error at its first byte that is
+/// not (it was read lossily, as a directive for a garbled target).
+#[cfg(unix)]
+#[test]
+fn a_value_that_is_not_utf8_is_a_typed_error_at_its_first_bad_byte() {
+    use std::os::unix::ffi::OsStrExt;
+    assert_eq!(
+        run_os(Some(OsStr::from_bytes(b"info,app\xff=debug"))),
+        "error: RUST_LOG: invalid directive \"info,app\u{fffd}=debug\" at byte 8: not UTF-8"
     );
 }
