@@ -1243,6 +1243,14 @@ mod tests {
         }
     }
 
+    /// A record `seq` whose message is `len` bytes.
+    fn large(seq: u64, len: usize) -> Arc<Record> {
+        let record = Record::builder(Topic::new(Level::Info, "t"))
+            .seq(seq)
+            .message("x".repeat(len));
+        Arc::new(record.build())
+    }
+
     /// A record larger than many queued ones evicts as many as it needs
     /// from a lane, and is kept: 18 for a record 17 small ones long (a
     /// first version stopped at 16 evictions and then dropped it too).
@@ -1255,11 +1263,7 @@ mod tests {
         for seq in 0..20 {
             queue.push_lane(&mut lane, record(seq), &counters, drop);
         }
-        let big = Record::builder(Topic::new(Level::Info, "t"))
-            .seq(20)
-            .message("x".repeat(17 * small))
-            .build();
-        queue.push_lane(&mut lane, Arc::new(big), &counters, drop);
+        queue.push_lane(&mut lane, large(20, 17 * small), &counters, drop);
         let mut batch = Vec::new();
         drain.take_batch(&queue, &mut batch, usize::MAX);
         let seqs: Vec<u64> = batch.iter().map(|r| r.seq()).collect();
@@ -1282,12 +1286,9 @@ mod tests {
         for seq in 0..8 {
             queue.push_lane(&mut b, record(seq), &counters, drop);
         }
-        let big = Record::builder(Topic::new(Level::Info, "t"))
-            .seq(8)
-            .message("x".repeat(7 * small))
-            .build();
+        let big = large(8, 7 * small);
         assert_eq!(big.approx_size(), 8 * small);
-        queue.push_lane(&mut a, Arc::new(big), &counters, drop);
+        queue.push_lane(&mut a, big, &counters, drop);
         assert_eq!(Counters::get(&counters.dropped), 8, "it evicted all eight");
         let mut batch = Vec::new();
         assert_eq!(drain.take_batch(&queue, &mut batch, usize::MAX), 1);

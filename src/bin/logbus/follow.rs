@@ -412,6 +412,7 @@ mod tests {
     /// Weeks of hourly rotation: more rotated files than the process may
     /// hold open (its soft limit lowered to 256 for the test); one
     /// rotation later, every line is read once, in order.
+    #[cfg(unix)]
     #[test]
     fn many_rotated_files_take_few_descriptors() {
         let dir = tempfile::tempdir().unwrap();
@@ -443,6 +444,7 @@ mod tests {
 
     /// Runs `f` with the process's soft limit of open files at `limit`,
     /// then puts the limit back.
+    #[cfg(unix)]
     fn with_descriptor_limit<T>(limit: u64, f: impl FnOnce() -> T) -> T {
         use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
         let old = getrlimit(Resource::Nofile);
