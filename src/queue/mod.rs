@@ -699,9 +699,10 @@ impl Queue {
 
     /// Takes the bytes of `record` from the byte budget. When they do not
     /// fit: drop-oldest evicts the queue's oldest records until they do
-    /// (at most the queue's capacity of them), the blocking policies wait for the worker as they do for
-    /// a place (until `deadline`), drop-newest refuses. A refused record is
-    /// counted as dropped. Returns whether the record may be pushed.
+    /// (at most the queue's capacity of them), the blocking policies wait
+    /// for the worker as they do for a place (until `deadline`), drop-newest
+    /// refuses. A refused record is counted as dropped. Returns whether the
+    /// record may be pushed.
     fn reserve_bytes(
         &self,
         end: &mut impl End,
