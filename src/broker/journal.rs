@@ -86,7 +86,7 @@ impl BrokerShared {
             (Some(journal), Some(patterns)) => {
                 let core = match &config.journal {
                     Some(current) => {
-                        current.core.lock().set_limits(journal);
+                        released.extend(current.core.lock().set_limits(journal));
                         Arc::clone(&current.core)
                     }
                     None => Arc::new(JournalCore::new(journal)),

@@ -298,10 +298,16 @@ impl Ring {
         self.trim(now, floor, release);
     }
 
-    /// Applies new limits, releasing what they no longer allow.
-    pub(crate) fn set_limits(&mut self, journal: &Journal) {
+    /// Applies new limits; returns what they no longer allow, for the
+    /// caller to free once it let go of its locks (a million records take
+    /// tens of milliseconds to free, which publishers waiting for the lock
+    /// would wait too: a review found it).
+    #[must_use = "the released records are to be dropped with no lock held"]
+    pub(crate) fn set_limits(&mut self, journal: &Journal) -> Vec<Arc<Record>> {
         self.limits = Limits::of(journal);
-        self.trim(Some(SystemTime::now()), None, drop);
+        let mut released = Vec::new();
+        self.trim(Some(SystemTime::now()), None, |r| released.push(r));
+        released
     }
 
     /// Releases from the front while a limit is exceeded (by age only when
@@ -344,11 +350,15 @@ impl Ring {
         std::mem::take(&mut self.records)
     }
 
-    /// Releases what the age limit no longer allows (before a read).
-    pub(crate) fn expire(&mut self) {
+    /// Releases what the age limit no longer allows (before a read), and
+    /// returns it, to be dropped with no lock held (see `set_limits`).
+    #[must_use = "the released records are to be dropped with no lock held"]
+    pub(crate) fn expire(&mut self) -> Vec<Arc<Record>> {
+        let mut released = Vec::new();
         if self.limits.max_age.is_some() {
-            self.trim(Some(SystemTime::now()), None, drop);
+            self.trim(Some(SystemTime::now()), None, |r| released.push(r));
         }
+        released
     }
 
     /// The index of the first retained record whose `seq` is `from` or
@@ -412,6 +422,31 @@ mod tests {
             .message("m")
             .build();
         Arc::new(record)
+    }
+
+    /// Tighter limits hand back what they release, oldest first, for the
+    /// caller to free once it let go of its locks; so does a read's expiry.
+    #[test]
+    fn new_limits_and_expiry_hand_back_what_they_release() {
+        let core = JournalCore::new(&Journal::new());
+        let now = SystemTime::now();
+        let mut ring = core.lock();
+        for seq in 0..5 {
+            ring.append(at(seq, now, 0), None, drop);
+        }
+        let released = ring.set_limits(&Journal::new().records(2));
+        let seqs: Vec<u64> = released.iter().map(|r| r.seq()).collect();
+        assert_eq!((seqs, ring.records.len()), (vec![0, 1, 2], 2));
+        drop(ring);
+        // Records two minutes old, kept at their append (the journal's clock
+        // is the records' own time), expire at a read a minute's age allows.
+        let core = JournalCore::new(&Journal::new().max_age(Duration::from_secs(60)));
+        let mut ring = core.lock();
+        for seq in 0..3 {
+            ring.append(at(seq, now - Duration::from_secs(120), 0), None, drop);
+        }
+        let expired: Vec<u64> = ring.expire().iter().map(|r| r.seq()).collect();
+        assert_eq!((expired, ring.records.len()), (vec![0, 1, 2], 0));
     }
 
     #[test]

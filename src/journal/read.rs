@@ -106,14 +106,18 @@ impl JournalReader {
             return JournalStats::default();
         }
         let mut ring = self.core.lock();
-        ring.expire();
-        JournalStats {
+        let expired = ring.expire();
+        let stats = JournalStats {
             records: ring.records.len(),
             bytes: ring.bytes,
             oldest: ring.oldest(),
             newest: ring.records.back().map(|r| r.seq()),
             released: ring.released,
-        }
+        };
+        // The expired records are freed after the lock.
+        drop(ring);
+        drop(expired);
+        stats
     }
 
     /// The retained records that `query` selects, oldest first. The
@@ -174,7 +178,7 @@ impl JournalIter {
             return;
         }
         let mut ring = self.core.lock();
-        ring.expire();
+        let expired = ring.expire();
         let start = ring.position(self.next);
         let mut scanned = 0;
         for record in ring.records.range(start..).take(SCAN) {
@@ -190,6 +194,9 @@ impl JournalIter {
         if start + scanned == ring.records.len() {
             self.done = true;
         }
+        // The expired records are freed after the lock.
+        drop(ring);
+        drop(expired);
     }
 }
 
