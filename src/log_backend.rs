@@ -19,7 +19,7 @@ use logbus_appenders::{Record, Value};
 use crate::broker::{Broker, BrokerHandle, BrokerShared, Make, Text};
 use crate::sanitize::{bound_str, Bounded, Intake, SlotText};
 use crate::stats::{Counters, ShutdownReport};
-use crate::sync::{OnceLock, Ordering};
+use crate::sync::{AtomicU64, OnceLock, Ordering};
 use crate::thread_role::{self, RoutingGuard};
 
 /// Fills `out` (fresh or recycled, already carrying topic, seq and time)
@@ -73,7 +73,7 @@ pub(crate) fn fill(out: &mut Record, record: &log::Record<'_>, intake: &Intake) 
         let _ = source.visit(&mut collect);
         truncated |= collect.truncated;
     }
-    redact(out, intake);
+    truncated |= redact(out, intake);
     truncated
 }
 
@@ -92,11 +92,13 @@ fn locate(
 
 /// The last step of both paths: redaction, if configured (`sanitize.rs`).
 /// A message rewrite reads the message, so it formats a deferred one here.
+/// Returns whether the size bound cut the rewritten message.
 #[inline]
-fn redact(out: &mut Record, intake: &Intake) {
-    if let Some(redaction) = &intake.redaction {
-        redaction.apply(out);
-    }
+fn redact(out: &mut Record, intake: &Intake) -> bool {
+    intake
+        .redaction
+        .as_ref()
+        .is_some_and(|redaction| redaction.apply(out, intake.max_bytes))
 }
 
 /// A call site of logbus's own macros whose message may be deferred: its
@@ -251,6 +253,8 @@ struct DeferredCall<'a> {
     loc: &'static Location<'static>,
     args: &'a [Arg],
     intake: &'a Intake,
+    /// The broker's count of messages the size bound cut (a rewrite's).
+    truncated: &'a AtomicU64,
 }
 
 impl Make for DeferredCall<'_> {
@@ -278,7 +282,9 @@ impl Make for DeferredCall<'_> {
             Some(Cow::Borrowed(self.loc.file())),
             Some(self.loc.line()),
         );
-        redact(out, self.intake);
+        if redact(out, self.intake) {
+            Counters::add(self.truncated, 1);
+        }
     }
 }
 
@@ -415,6 +421,7 @@ impl BrokerShared {
             loc,
             args,
             intake: &self.intake,
+            truncated: &self.truncated,
         };
         if self.intake.redaction.is_none() {
             // The direct path where the route allows (`broker/publish/`).

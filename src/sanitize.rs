@@ -134,8 +134,10 @@ impl Redaction {
     }
 
     /// Runs `rewrite` over every message on the caller's thread; a `Some`
-    /// replaces the message. Keep it cheap; a log call from inside it is
-    /// discarded (the re-entrancy rule).
+    /// replaces the message, held to the size bound
+    /// ([`max_record_bytes`](crate::Builder::max_record_bytes)) as any
+    /// message is. Keep it cheap; a log call from inside it is discarded
+    /// (the re-entrancy rule).
     pub fn message(
         mut self,
         rewrite: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
@@ -144,8 +146,10 @@ impl Redaction {
         self
     }
 
-    /// Redacts `record` in place.
-    pub(crate) fn apply(&self, record: &mut Record) {
+    /// Redacts `record` in place; a rewritten message is held to
+    /// `max_bytes`, as any message is (a review found it was not). Returns
+    /// whether the bound cut the rewrite.
+    pub(crate) fn apply(&self, record: &mut Record, max_bytes: usize) -> bool {
         if !self.keys.is_empty() {
             for (key, value) in produce::key_values_mut(record) {
                 if self.keys.iter().any(|k| k.eq_ignore_ascii_case(key)) {
@@ -153,10 +157,22 @@ impl Redaction {
                 }
             }
         }
-        if let Some(rewrite) = &self.message {
-            if let Some(new) = rewrite(record.message()) {
-                let buffer = produce::message_buffer(record);
+        let Some(new) = self
+            .message
+            .as_ref()
+            .and_then(|rewrite| rewrite(record.message()))
+        else {
+            return false;
+        };
+        let buffer = produce::message_buffer(record);
+        match bound_str(&new, max_bytes) {
+            None => {
                 buffer.push_str(&new);
+                false
+            }
+            Some(cut) => {
+                buffer.push_str(&cut);
+                true
             }
         }
     }

@@ -153,3 +153,33 @@ fn without_redaction_nothing_is_touched() {
     let records = captured.records();
     assert_eq!(records[0].get("password"), Some(&Value::from(SECRET)));
 }
+
+/// A rewritten message is held to the size bound as any message is, and
+/// counted as cut, through `log`'s macros and logbus's (a review found the
+/// rewrite stored whole).
+#[test]
+fn a_rewritten_message_is_held_to_the_size_bound() {
+    common::enable_all_levels();
+    let (memory, captured) = Memory::new();
+    let broker = logbus::builder()
+        .max_record_bytes(1024)
+        .redact(Redaction::new().message(|msg| Some(msg.repeat(1000))))
+        .appender(Subscription::builder("memory", memory))
+        .build()
+        .unwrap();
+    log::info!(logger: &broker, target: "app", "long {}", 1);
+    logbus::info!(logger: &broker, target: "app", "long {}", 2);
+    broker.flush().unwrap();
+    let messages = captured.messages();
+    assert_eq!(messages.len(), 2);
+    for (message, n) in messages.iter().zip(["1", "2"]) {
+        let kept = &message[..message.find('…').expect("the marker")];
+        assert_eq!(kept.len(), 1024, "{message:.60}");
+        assert!(kept.starts_with(&format!("long {n}long {n}")));
+        assert!(
+            message.ends_with("…[truncated 4976 bytes]"),
+            "{message:.60}"
+        );
+    }
+    assert_eq!(broker.stats().truncated, 2);
+}
