@@ -54,12 +54,16 @@ pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 * 1024;
 /// What a redacted value becomes.
 pub const REDACTED: &str = "[redacted]";
 
+/// [`REDACTED`] as a JSON string, for a member of a structured value.
+const REDACTED_JSON: &str = "\"[redacted]\"";
+
 /// A message rewriter: `Some(new)` replaces the message.
 type MessageRewrite = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// Secrets to keep out of every output: key names whose values are
-/// replaced with [`REDACTED`] (compared without regard to ASCII case), and
-/// an optional function over the message. Give it to
+/// replaced with [`REDACTED`] (compared without regard to ASCII case), as
+/// key-values and as members of a structured value's objects at any depth
+/// (`Value::Json`), and an optional function over the message. Give it to
 /// [`Builder::redact`](crate::Builder::redact).
 ///
 /// # Examples
@@ -151,9 +155,16 @@ impl Redaction {
     /// whether the bound cut the rewrite.
     pub(crate) fn apply(&self, record: &mut Record, max_bytes: usize) -> bool {
         if !self.keys.is_empty() {
+            let secret = |key: &str| self.keys.iter().any(|k| k.eq_ignore_ascii_case(key));
             for (key, value) in produce::key_values_mut(record) {
-                if self.keys.iter().any(|k| k.eq_ignore_ascii_case(key)) {
+                if secret(key) {
                     *value = Value::Str(Cow::Borrowed(REDACTED));
+                } else if let Value::Json(json) = value {
+                    // A structured value's own members, at any depth (a
+                    // review found `{"password": ...}` inside one written).
+                    if let Some(redacted) = produce::redact_json(json, &secret, REDACTED_JSON) {
+                        *value = Value::Json(redacted);
+                    }
                 }
             }
         }
@@ -424,6 +435,40 @@ mod tests {
     use std::fmt::Write as _;
 
     use super::*;
+
+    /// A secret member of a structured key-value is redacted at any
+    /// depth, its key however escaped; the rest keeps its text and order.
+    #[test]
+    fn secret_members_of_a_structured_value_are_redacted_at_any_depth() {
+        use logbus_appenders::{Json, Level, Topic};
+        let json = |text: &str| Value::Json(Json::parse(text).unwrap());
+        let record = Record::builder(Topic::new(Level::Info, "app"))
+            .kv(
+                "request",
+                json(
+                    r#"{"user":"bob","Password":"hunter2","nested":[{"token":{"a":[1,"}"]},"n":1}],"pass\u0077ord":"x","note":"password"}"#,
+                ),
+            )
+            .kv("plain", json(r#"{"user":"bob","list":[1,2]}"#))
+            .kv("cookie", json(r#"{"a":1}"#));
+        let mut record = record.build();
+        assert!(!Redaction::common().apply(&mut record, 1024));
+        let values: Vec<String> = record
+            .key_values()
+            .iter()
+            .map(|(_, v)| v.to_string())
+            .collect();
+        assert_eq!(
+            values,
+            [
+                r#"{"user":"bob","Password":"[redacted]","nested":[{"token":"[redacted]","n":1}],"pass\u0077ord":"[redacted]","note":"password"}"#,
+                r#"{"user":"bob","list":[1,2]}"#,
+                "[redacted]",
+            ]
+        );
+        // Still one valid JSON value.
+        assert!(Json::parse(&values[0]).is_ok());
+    }
 
     #[test]
     fn small_copies_copy_every_byte_at_every_length() {

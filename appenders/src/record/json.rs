@@ -88,6 +88,140 @@ impl fmt::Display for Json {
     }
 }
 
+impl Json {
+    /// This value with each object member whose key `secret` names, at any
+    /// depth, given the value `replacement` (JSON text); `None` when no key
+    /// is secret. Object keys keep their order, and the text stays compact.
+    pub(crate) fn redacted(
+        &self,
+        secret: &dyn Fn(&str) -> bool,
+        replacement: &str,
+    ) -> Option<Json> {
+        let mut redactor = Redactor {
+            text: &self.0,
+            out: String::new(),
+            copied: 0,
+            secret,
+            replacement,
+        };
+        redactor.value(0);
+        if redactor.copied == 0 {
+            return None;
+        }
+        let mut out = redactor.out;
+        out.push_str(&self.0[redactor.copied..]);
+        Some(Json(out.into_boxed_str()))
+    }
+}
+
+/// A walk over a [`Json`]'s compact text that replaces secret members'
+/// values. The text is valid JSON at most 128 levels deep (serde_json's
+/// limit, which [`Json::checked`] applies), so the recursion is bounded;
+/// reads past the end see 0, so no input can make it panic.
+struct Redactor<'a> {
+    text: &'a str,
+    /// The text with the replacements, up to `copied` in `text`.
+    out: String,
+    copied: usize,
+    secret: &'a dyn Fn(&str) -> bool,
+    replacement: &'a str,
+}
+
+impl Redactor<'_> {
+    fn at(&self, i: usize) -> u8 {
+        self.text.as_bytes().get(i).copied().unwrap_or(0)
+    }
+
+    /// Walks the value at `i`; returns where it ends.
+    fn value(&mut self, i: usize) -> usize {
+        match self.at(i) {
+            b'{' => self.members(i + 1, b'}', true),
+            b'[' => self.members(i + 1, b']', false),
+            _ => self.skip(i),
+        }
+    }
+
+    /// Walks an object's members (`keyed`) or an array's elements from `i`
+    /// up to `close`; returns where the container ends.
+    fn members(&mut self, mut i: usize, close: u8, keyed: bool) -> usize {
+        if self.at(i) == close {
+            return i + 1;
+        }
+        loop {
+            let mut secret = false;
+            if keyed {
+                let key_end = self.string_end(i);
+                let key = self.text.get(i..key_end).unwrap_or_default();
+                let key: String = serde_json::from_str(key).unwrap_or_default();
+                secret = (self.secret)(&key);
+                i = key_end + 1; // past ':'
+            }
+            i = if secret {
+                let end = self.skip(i);
+                self.out
+                    .push_str(self.text.get(self.copied..i).unwrap_or_default());
+                self.out.push_str(self.replacement);
+                self.copied = end;
+                end
+            } else {
+                self.value(i)
+            };
+            match self.at(i) {
+                b',' => i += 1,
+                0 => return i,
+                _ => return i + 1,
+            }
+        }
+    }
+
+    /// Where the value at `i` ends, walked over without a look inside.
+    fn skip(&self, mut i: usize) -> usize {
+        match self.at(i) {
+            b'"' => self.string_end(i),
+            b'{' | b'[' => {
+                let mut depth = 0usize;
+                loop {
+                    match self.at(i) {
+                        0 => return i,
+                        b'"' => {
+                            i = self.string_end(i);
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                return i + 1;
+                            }
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+            }
+            _ => {
+                while !matches!(self.at(i), 0 | b',' | b'}' | b']') {
+                    i += 1;
+                }
+                i
+            }
+        }
+    }
+
+    /// Where the string opening at `i` ends (past its closing quote).
+    fn string_end(&self, i: usize) -> usize {
+        let mut j = i + 1;
+        loop {
+            match self.at(j) {
+                0 => return j,
+                b'"' => return j + 1,
+                b'\\' => j += 2,
+                _ => j += 1,
+            }
+        }
+    }
+}
+
 /// Any JSON value, read strictly and thrown away: unlike
 /// `serde::de::IgnoredAny`, which skips a string's escapes without decoding
 /// them, it has serde_json decode every string and key (so a lone surrogate
@@ -206,5 +340,86 @@ impl fmt::Display for JsonValueError {
 impl std::error::Error for JsonValueError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::Value as J;
+
+    use super::Json;
+
+    /// Keys that are secret, in some of their spellings.
+    fn secret(key: &str) -> bool {
+        key.eq_ignore_ascii_case("password") || key == "to\"ken"
+    }
+
+    /// The redaction done on the parsed value: what `Json::redacted` must
+    /// give, order aside.
+    fn reference(value: &mut J) -> bool {
+        let mut hit = false;
+        match value {
+            J::Object(map) => {
+                for (key, member) in map.iter_mut() {
+                    if secret(key) {
+                        *member = J::String("[redacted]".into());
+                        hit = true;
+                    } else {
+                        hit |= reference(member);
+                    }
+                }
+            }
+            J::Array(items) => {
+                for item in items {
+                    hit |= reference(item);
+                }
+            }
+            _ => {}
+        }
+        hit
+    }
+
+    fn json() -> impl Strategy<Value = J> {
+        let key = prop_oneof![
+            Just("password".to_owned()),
+            Just("PassWord".to_owned()),
+            Just("to\"ken".to_owned()),
+            "[a-z{}\\[\\]\",:\\\\ ]{0,6}",
+        ];
+        let leaf = prop_oneof![
+            Just(J::Null),
+            any::<bool>().prop_map(J::Bool),
+            any::<i64>().prop_map(J::from),
+            "[a-z{}\\[\\]\",:\\\\ é]{0,8}".prop_map(J::String),
+        ];
+        leaf.prop_recursive(6, 64, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(J::Array),
+                prop::collection::vec((key.clone(), inner), 0..5)
+                    .prop_map(|members| J::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Whatever the value, the redacted text is one valid JSON value,
+        /// equal to the reference redaction, and `None` means no secret
+        /// key was found.
+        #[test]
+        fn redaction_agrees_with_a_parsed_walk(value in json()) {
+            let text = serde_json::to_string(&value).unwrap();
+            let json = Json::parse(&text).unwrap();
+            let mut expected = value.clone();
+            let hit = reference(&mut expected);
+            match json.redacted(&secret, "\"[redacted]\"") {
+                None => prop_assert!(!hit, "{text}"),
+                Some(redacted) => {
+                    prop_assert!(hit, "{text}");
+                    let back: J = serde_json::from_str(redacted.as_str()).unwrap();
+                    prop_assert_eq!(back, expected);
+                }
+            }
+        }
     }
 }

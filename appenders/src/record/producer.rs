@@ -13,7 +13,7 @@ use std::sync::atomic::AtomicUsize;
 
 pub use super::deferred::{parse, pieces, Arg, Piece, Plan, Template};
 pub use super::time::{from_unix_nanos, unix_nanos, Stamp};
-use super::{Record, ThreadInfo, Topic, TopicRepr, Value};
+use super::{Json, Record, ThreadInfo, Topic, TopicRepr, Value};
 
 /// Largest message capacity a reused record keeps; a record that carried a
 /// huge message gives its buffer back instead of pinning it.
@@ -248,6 +248,14 @@ pub fn set_location(
 #[inline]
 pub fn set_thread(record: &mut Record, thread: ThreadInfo) {
     record.thread = thread;
+}
+
+/// `json` with the value of each member whose key `secret` names, at any
+/// depth, replaced by `replacement` (JSON text): logbus's redaction of a
+/// structured key-value. `None` when no key is secret.
+#[must_use]
+pub fn redact_json(json: &Json, secret: &dyn Fn(&str) -> bool, replacement: &str) -> Option<Json> {
+    json.redacted(secret, replacement)
 }
 
 /// The key-values, to rewrite values in place (redaction).
