@@ -1,10 +1,13 @@
-//! The three text parsers (layouts, topic patterns, `RUST_LOG` directives) never panic.
+//! The three text parsers (layouts, topic patterns, `RUST_LOG` directives) never panic, and
+//! an accepted layout renders any record, at any time, on one line.
 //!
 //! Each parser takes text from configuration or the environment, so any string must give
 //! `Ok` or a typed error. Every parser gets arbitrary strings (mostly rejected early), strings
 //! over its own alphabet, and strings built from pieces of its grammar (which reach the deeper
 //! rules: strftime formats, widths, level names). The same properties, with coverage guidance,
 //! are the cargo-fuzz targets in `fuzz/` (`bash .ci/fuzz`).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use logbus::appenders::{Layout, Level, Record, Topic};
 use logbus::{Directives, TopicPattern};
@@ -22,6 +25,43 @@ fn layout(pattern: &str) {
         .build();
     let mut line = Vec::new();
     layout.render(&record, &mut line);
+}
+
+/// Parses `pattern` and, when it is accepted, renders a record made of the rest, at any time
+/// a `SystemTime` holds (a review found `{ts}` panicking on one): no panic, and one line (every
+/// field's control characters are escaped).
+fn layout_on_record(
+    pattern: &str,
+    time: Option<SystemTime>,
+    message: &str,
+    target: &str,
+    kv: (&str, &str),
+) {
+    let Ok(mut layout) = Layout::parse(pattern) else {
+        return;
+    };
+    let mut record = Record::builder(Topic::new(Level::Info, target))
+        .message(message.to_owned())
+        .kv(kv.0.to_owned(), kv.1.to_owned());
+    if let Some(time) = time {
+        record = record.time(time);
+    }
+    let mut line = Vec::new();
+    layout.render(&record.build(), &mut line);
+    assert!(
+        !line.contains(&b'\n'),
+        "{pattern:?} rendered more than one line"
+    );
+}
+
+/// A time `seconds` (and `nanos`) from the epoch, either way, if a `SystemTime` holds it.
+fn time(seconds: i64, nanos: u32) -> Option<SystemTime> {
+    let span = Duration::new(seconds.unsigned_abs(), nanos);
+    if seconds >= 0 {
+        UNIX_EPOCH.checked_add(span)
+    } else {
+        UNIX_EPOCH.checked_sub(span)
+    }
 }
 
 /// Parses `pattern` and, when it is accepted, matches it against `topic` and against itself.
@@ -113,6 +153,19 @@ proptest! {
     #[test]
     fn layout_on_layout_shaped_strings(pattern in layout_like()) {
         layout(&pattern);
+    }
+
+    #[test]
+    fn layout_renders_any_record_on_one_line(
+        pattern in layout_like(),
+        seconds in prop_oneof![any::<i64>(), -100_000_000_000i64..100_000_000_000],
+        nanos in 0u32..1_000_000_000,
+        message in any::<String>(),
+        target in any::<String>(),
+        key in any::<String>(),
+        value in any::<String>(),
+    ) {
+        layout_on_record(&pattern, time(seconds, nanos), &message, &target, (&key, &value));
     }
 
     #[test]
