@@ -470,6 +470,66 @@ mod tests {
         assert!(Json::parse(&values[0]).is_ok());
     }
 
+    /// What writing `chunks` through a bound of `limit` must give: the
+    /// text cut at the last char boundary within the bound, marked with the
+    /// bytes the cut chunk lost (and `+` when a later chunk was refused).
+    fn expected(chunks: &[String], limit: usize) -> (String, bool) {
+        let whole: String = chunks.concat();
+        if whole.len() <= limit {
+            return (whole, false);
+        }
+        let kept = floor_char_boundary(&whole, limit);
+        let mut end = 0;
+        let mut cut_at = chunks.len();
+        for (i, chunk) in chunks.iter().enumerate() {
+            end += chunk.len();
+            if end > limit {
+                cut_at = i;
+                break;
+            }
+        }
+        let more = chunks[cut_at + 1..].iter().any(|c| !c.is_empty());
+        let mut text = whole[..kept].to_owned();
+        mark(&mut text, end - kept, more);
+        (text, true)
+    }
+
+    proptest::proptest! {
+        /// `Bounded`, and `SlotText` (the stack, then the spill through
+        /// `Bounded`), give that for any UTF-8 in any chunks at any bound,
+        /// and `SlotText` keeps in its slot exactly what fits it.
+        #[test]
+        fn any_chunks_are_cut_alike_at_a_char_boundary(
+            chunks in proptest::collection::vec(".{0,12}", 0..8),
+            limit in 0usize..80,
+        ) {
+            let (text, cut) = expected(&chunks, limit);
+            let mut buffer = String::new();
+            let mut bounded = Bounded::new(&mut buffer, limit);
+            for chunk in &chunks {
+                if bounded.write_str(chunk).is_err() {
+                    break;
+                }
+            }
+            proptest::prop_assert_eq!(bounded.finish(), cut);
+            proptest::prop_assert_eq!(&buffer, &text);
+
+            let mut spill = String::new();
+            let mut slot = SlotText::new(limit, &mut spill);
+            for chunk in &chunks {
+                if slot.write_str(chunk).is_err() {
+                    break;
+                }
+            }
+            let whole: String = chunks.concat();
+            let fits_slot = whole.len() <= INLINE_TEXT.min(limit);
+            proptest::prop_assert_eq!(slot.in_slot(), fits_slot.then_some(whole.as_str()));
+            let mut message = String::new();
+            proptest::prop_assert_eq!(slot.finish(&mut message), cut);
+            proptest::prop_assert_eq!(&message, &text);
+        }
+    }
+
     #[test]
     fn small_copies_copy_every_byte_at_every_length() {
         let src: Vec<u8> = (1..=40).collect();
