@@ -398,6 +398,11 @@ pub enum FlushError {
     /// Called on a logbus worker thread (from inside an appender), where
     /// waiting could deadlock: nothing was waited for.
     OnWorkerThread,
+    /// Called from inside a subscription's predicate (or a redaction
+    /// rewrite) while logbus routes a record on this thread, where waiting
+    /// could deadlock (a replaying subscription's worker waits for its
+    /// predicate to return): nothing was waited for.
+    InPredicate,
 }
 
 impl fmt::Display for FlushError {
@@ -410,6 +415,9 @@ impl fmt::Display for FlushError {
             ),
             FlushError::OnWorkerThread => {
                 f.write_str("flush called on a logbus worker thread; not waiting")
+            }
+            FlushError::InPredicate => {
+                f.write_str("flush called from inside a predicate while routing; not waiting")
             }
         }
     }

@@ -194,7 +194,8 @@
 //! discarded and counted in [`BrokerStats::suppressed`]: it can neither
 //! deadlock nor loop. `flush` called there returns
 //! [`FlushError::OnWorkerThread`] instead of waiting, and `unsubscribe`
-//! completes in the background.
+//! completes in the background; so it is from inside a subscription's
+//! predicate ([`FlushError::InPredicate`]).
 //!
 //! # Formatting on the worker
 //!

@@ -59,6 +59,12 @@ pub(crate) fn on_worker_thread() -> bool {
     STATE.try_with(|s| s.get() == WORKER).unwrap_or(false)
 }
 
+/// Whether this thread is routing a record right now (running a predicate
+/// or a redaction rewrite); `false` once its thread-locals are gone.
+pub(crate) fn routing() -> bool {
+    STATE.try_with(|s| s.get() == ROUTING).unwrap_or(false)
+}
+
 /// Whether a log call on this thread must be discarded (re-entrancy rule).
 pub(crate) fn in_logbus() -> bool {
     STATE.try_with(|s| s.get() != IDLE).unwrap_or(true)

@@ -9,9 +9,9 @@ use std::thread;
 
 use crossbeam_channel::bounded;
 use logbus::{
-    FlightRecorder, Journal, JournalError, JournalQuery, Level, LevelFilter, Memory, MemoryHandle,
-    OverflowPolicy, Record, ReplaceError, Replay, Retention, SubscribeError, Subscription,
-    SubscriptionStats, Value, CONTEXT_KEY,
+    FlightRecorder, FlushError, Journal, JournalError, JournalQuery, Level, LevelFilter, Memory,
+    MemoryHandle, OverflowPolicy, Record, ReplaceError, Replay, Retention, SubscribeError,
+    Subscription, SubscriptionStats, Value, CONTEXT_KEY,
 };
 
 use common::{enable_all_levels, recv, scaled};
@@ -761,4 +761,30 @@ fn a_replay_predicate_may_unsubscribe_its_own_subscription() {
     // Shutdown joins the removal finishing in the background.
     let report = broker.shutdown();
     assert!(report.unfinished.is_empty(), "{report:?}");
+}
+
+/// A flush from inside a predicate, a replay's or a publisher's, returns
+/// `InPredicate` at once: a replay's would wait for the worker its own
+/// return releases (it waited out its timeout).
+#[test]
+fn a_flush_from_inside_a_predicate_returns_at_once() {
+    let broker = journal_broker(Journal::new());
+    log::info!(logger: &broker, target: "app", "old");
+    let in_predicate = broker.handle();
+    let flushed = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&flushed);
+    let builder = Subscription::builder("late", Memory::new().0)
+        .replay(Replay::Oldest)
+        .filter(move |_| {
+            seen.lock().unwrap().push(in_predicate.flush());
+            true
+        });
+    broker.subscribe(builder).unwrap();
+    log::info!(logger: &broker, target: "app", "live");
+    broker.flush().unwrap();
+    let flushed = flushed.lock().unwrap().clone();
+    assert_eq!(
+        flushed,
+        [Err(FlushError::InPredicate), Err(FlushError::InPredicate)]
+    );
 }

@@ -35,6 +35,12 @@ impl BrokerShared {
         if thread_role::on_worker_thread() {
             return Err(FlushError::OnWorkerThread);
         }
+        if thread_role::routing() {
+            // A replay's predicate: its subscription's worker waits for
+            // it to return (a review found the flush waiting out its
+            // timeout while the worker spun).
+            return Err(FlushError::InPredicate);
+        }
         if self.in_forked_child() {
             // Nothing of this process is queued: its log calls were counted
             // as dropped, and the queues' contents are the parent's.

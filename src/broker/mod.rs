@@ -321,8 +321,9 @@ impl BrokerHandle {
     /// # Errors
     ///
     /// [`FlushError::Timeout`] naming the subscriptions that had not
-    /// finished, or [`FlushError::OnWorkerThread`] when called from inside an
-    /// appender, where waiting could deadlock.
+    /// finished, [`FlushError::OnWorkerThread`] when called from inside an
+    /// appender, or [`FlushError::InPredicate`] from inside a predicate,
+    /// where waiting could deadlock.
     pub fn flush(&self) -> Result<(), FlushError> {
         self.shared.flush(self.shared.flush_timeout)
     }
