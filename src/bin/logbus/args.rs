@@ -235,6 +235,28 @@ mod tests {
         }
     }
 
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any arguments give a command or a typed error, never a panic.
+        #[test]
+        fn any_arguments_parse_or_fail_typed(
+            args in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::sample::select(&[
+                        "tail", "-f", "-F", "-n", "--lines", "--json", "--color", "--level",
+                        "--topic", "-h", "--help", "-V", "--", "-", "0", "10", "-1", "x",
+                        "error", "warn.#", "--color=always", "--lines=5",
+                    ][..]).prop_map(String::from),
+                    ".{0,10}",
+                ],
+                0..8,
+            ),
+        ) {
+            let _ = parse(args);
+        }
+    }
+
     #[test]
     fn usage_starts_with_its_line() {
         assert!(USAGE.starts_with(USAGE_LINE));

@@ -278,6 +278,35 @@ mod tests {
         assert_eq!(got.as_deref(), expected);
     }
 
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any line, JSON-shaped or not, renders without a panic and
+        /// without a line feed (a review noted the CLI's readers were not
+        /// fuzzed).
+        #[test]
+        fn any_line_renders_on_one_line(
+            line in proptest::prop_oneof![
+                // A line as the follower gives it: no line feed in it.
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)
+                    .prop_map(|mut line| {
+                        line.retain(|&b| b != b'\n');
+                        line
+                    }),
+                "\\{(\"(ts|level|target|topic|seq|msg|kv|line)\":([0-9.e-]{1,8}|\"[^\"\\n]{0,12}\"|\\{\\}|null|true),?){0,8}\\}"
+                    .prop_map(String::into_bytes),
+            ],
+            json in proptest::prelude::any::<bool>(),
+            color in proptest::prelude::any::<bool>(),
+        ) {
+            let output = if json { Output::Json } else { Output::Text };
+            let mut renderer = Renderer::new(Filter::new(Vec::new(), None), output, color);
+            if let Some(out) = renderer.render(&line) {
+                proptest::prop_assert!(json || !out.contains(&b'\n'));
+            }
+        }
+    }
+
     #[test]
     fn the_body_layout_parses() {
         assert!(Layout::parse(BODY).is_ok());
