@@ -861,36 +861,3 @@ fn a_buffering_appender_on_a_full_disk_does_not_count_lost_records_as_written() 
         rig.letter_messages()
     );
 }
-
-/// A flush, and a shutdown, do not wait out the retries' backoff: with an
-/// hour's backoff and the breaker disabled, every record still ends
-/// (dead-lettered after its three attempts) before they return. (They
-/// waited out every backoff of the batch: a review found it.)
-#[test]
-fn a_flush_or_a_shutdown_does_not_wait_out_a_retry_backoff() {
-    const N: u64 = 5;
-    let hour = Duration::from_secs(3600);
-    let patient = RetryPolicy::new().initial_backoff(hour).max_backoff(hour);
-    let (appender, faulty) = FaultyAppender::fail_every();
-    let mut rig = Rig::new(faulty_sub(appender, patient, CircuitBreaker::disabled()));
-    let stats = rig.publish_verified(N, &faulty);
-    let failed = Counts {
-        matched: N,
-        dead_lettered: N,
-        retried: 2 * N,
-        ..Counts::default()
-    };
-    assert_eq!(faulty_counts(&stats), failed);
-    rig.publish(N);
-    let report = rig.broker.shutdown();
-    assert!(report.unfinished.is_empty(), "{report:?}");
-    let faulty_stats = report.subscriptions["faulty"];
-    assert_eq!(
-        (
-            faulty_stats.dead_lettered,
-            faulty_stats.retried,
-            faulty_stats.in_queue
-        ),
-        (2 * N, 4 * N, 0)
-    );
-}

@@ -264,9 +264,6 @@ pub(crate) struct Worker {
     /// stage, and how staging failed, if it did (`settle.rs` settles them).
     staged: usize,
     stage_failure: Option<BatchError>,
-    /// Whether someone waits on this worker (a flush or a shutdown it is
-    /// carrying out): retries then skip their backoff (`settle.rs`).
-    hurried: bool,
 }
 
 /// Creates a subscription's shared state from `builder` and starts its
@@ -476,7 +473,6 @@ impl Worker {
             staging: false,
             staged: 0,
             stage_failure: None,
-            hurried: false,
         };
         (worker, done_tx)
     }
@@ -525,9 +521,7 @@ impl Worker {
             shared.queue.waker.sleep(|| self.look());
         }
         // Draining: no publisher can enqueue any more (the gate is closed),
-        // so "empty" is final, once a replay's hold has ended. The stopper
-        // waits for it (to a deadline).
-        self.hurried = true;
+        // so "empty" is final, once a replay's hold has ended.
         self.shared.queue.front.wait_released();
         while self.take_batch() > 0 {
             self.write_batch();
@@ -753,12 +747,9 @@ impl Worker {
         let shared = Arc::clone(&self.shared);
         shared.queue.front.wait_released();
         let barrier = self.drain.barrier(&shared.queue);
-        // The flusher waits for what follows.
-        self.hurried = true;
         while self.take(Some(&barrier)) > 0 {
             self.write_batch();
         }
-        self.hurried = false;
     }
 
     /// The queue ran empty: let go of the written records, report drops,

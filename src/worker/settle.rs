@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use logbus_appenders::{AppendError, BatchError, Operation, Record, Value};
 
@@ -16,10 +16,6 @@ use crate::retry::Verdict;
 use crate::stats::Counters;
 use crate::subscription::SubShared;
 use crate::sync::{thread, Arc, OnceLock, Ordering};
-
-/// The longest a retry's backoff sleeps between looks for a control
-/// message (`Worker::back_off`).
-const BACKOFF_LOOK: Duration = Duration::from_millis(10);
 
 /// Where a worker sends the records its appender failed.
 #[derive(Debug, Clone)]
@@ -230,7 +226,7 @@ impl Worker {
         while attempts < self.retry.attempts() && !self.breaker.is_open() {
             attempts += 1;
             // The worker's own thread waits; the caller never does.
-            self.back_off(self.retry.backoff(attempts));
+            thread::sleep(self.retry.backoff(attempts));
             Counters::add(&self.shared.counters.retried, 1);
             match self.attempt(record) {
                 Ok(()) => {
@@ -245,26 +241,6 @@ impl Worker {
             }
         }
         self.dead_letter(record, &error.chain_text(), attempts);
-    }
-
-    /// Waits `backoff` before a retry, unless someone waits on the worker:
-    /// a flush or a shutdown it carries out (`hurried`), or one waiting in
-    /// its control channel. Then the attempts go on without waiting, so
-    /// that whoever asked does not wait out every backoff (with a long
-    /// backoff and the breaker disabled, a review found a flush or a
-    /// shutdown waiting out minutes). The retries themselves, and so every
-    /// record's end, stay as the policy says.
-    fn back_off(&self, backoff: Duration) {
-        let until = Instant::now().checked_add(backoff);
-        while !self.hurried && self.ctrl.is_empty() {
-            let left = until.map_or(BACKOFF_LOOK, |until| {
-                until.saturating_duration_since(Instant::now())
-            });
-            if left.is_zero() {
-                return;
-            }
-            thread::sleep(left.min(BACKOFF_LOOK));
-        }
     }
 
     /// Hands a failed record to the dead-letter route, with key-values naming
