@@ -398,10 +398,10 @@ pub enum FlushError {
     /// Called on a logbus worker thread (from inside an appender), where
     /// waiting could deadlock: nothing was waited for.
     OnWorkerThread,
-    /// Called from inside a subscription's predicate (or a redaction
-    /// rewrite) while logbus routes a record on this thread, where waiting
-    /// could deadlock (a replaying subscription's worker waits for its
-    /// predicate to return): nothing was waited for.
+    /// Called from inside a replaying subscription's predicate while it
+    /// filters the journal's records, where waiting could deadlock (the
+    /// subscription's worker waits for the predicate to return): nothing
+    /// was waited for. Other predicates may flush.
     InPredicate,
 }
 
@@ -417,7 +417,7 @@ impl fmt::Display for FlushError {
                 f.write_str("flush called on a logbus worker thread; not waiting")
             }
             FlushError::InPredicate => {
-                f.write_str("flush called from inside a predicate while routing; not waiting")
+                f.write_str("flush called from inside a replay's predicate; not waiting")
             }
         }
     }

@@ -195,7 +195,8 @@
 //! deadlock nor loop. `flush` called there returns
 //! [`FlushError::OnWorkerThread`] instead of waiting, and `unsubscribe`
 //! completes in the background; so it is from inside a subscription's
-//! predicate ([`FlushError::InPredicate`]).
+//! predicate (a flush there waits, except in a replay's predicate:
+//! [`FlushError::InPredicate`]).
 //!
 //! # Formatting on the worker
 //!

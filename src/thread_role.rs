@@ -39,6 +39,8 @@ thread_local! {
     /// readable in an `atexit` handler running on this thread, after the
     /// thread-locals with destructors are gone.
     static WORKER_OF: Cell<usize> = const { Cell::new(0) };
+    /// Set while this thread runs a replay's predicate ([`ReplayGuard`]).
+    static REPLAYING: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Marks the current thread as the worker of the subscription at address
@@ -59,10 +61,28 @@ pub(crate) fn on_worker_thread() -> bool {
     STATE.try_with(|s| s.get() == WORKER).unwrap_or(false)
 }
 
-/// Whether this thread is routing a record right now (running a predicate
-/// or a redaction rewrite); `false` once its thread-locals are gone.
-pub(crate) fn routing() -> bool {
-    STATE.try_with(|s| s.get() == ROUTING).unwrap_or(false)
+/// Whether this thread runs a replay's predicate right now (the
+/// subscribing thread, while the replaying subscription's queue is held:
+/// `broker/journal.rs`, `finish_replay`).
+pub(crate) fn replaying() -> bool {
+    REPLAYING.try_with(Cell::get).unwrap_or(false)
+}
+
+/// Marks this thread as running a replay's predicate until dropped (also
+/// on unwinding).
+pub(crate) struct ReplayGuard(());
+
+impl ReplayGuard {
+    pub(crate) fn enter() -> ReplayGuard {
+        let _ = REPLAYING.try_with(|r| r.set(true));
+        ReplayGuard(())
+    }
+}
+
+impl Drop for ReplayGuard {
+    fn drop(&mut self) {
+        let _ = REPLAYING.try_with(|r| r.set(false));
+    }
 }
 
 /// Whether a log call on this thread must be discarded (re-entrancy rule).

@@ -61,8 +61,11 @@ pub(super) fn finish_replay(
     // calls are discarded (`thread_role.rs`), so it cannot log into the
     // held queue and wait on it (a review found that deadlock).
     let routing = crate::thread_role::RoutingGuard::enter();
+    // A flush from the predicate would wait for this queue's worker, which
+    // waits for the predicate to return (`FlushError::InPredicate`).
+    let replaying = crate::thread_role::ReplayGuard::enter();
     let report = set.filter(|r| wanted(r) && predicate.map_or(true, |p| p(r)));
-    drop(routing);
+    drop((replaying, routing));
     let mut records = set.records;
     if let Some(gap) = &report.gap {
         records.insert(0, Arc::new(gap_notice(gap, &report)));

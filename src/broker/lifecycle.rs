@@ -35,10 +35,10 @@ impl BrokerShared {
         if thread_role::on_worker_thread() {
             return Err(FlushError::OnWorkerThread);
         }
-        if thread_role::routing() {
+        if thread_role::replaying() {
             // A replay's predicate: its subscription's worker waits for
             // it to return (a review found the flush waiting out its
-            // timeout while the worker spun).
+            // timeout while the worker spun). Other predicates may flush.
             return Err(FlushError::InPredicate);
         }
         if self.in_forked_child() {

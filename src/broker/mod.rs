@@ -322,8 +322,8 @@ impl BrokerHandle {
     ///
     /// [`FlushError::Timeout`] naming the subscriptions that had not
     /// finished, [`FlushError::OnWorkerThread`] when called from inside an
-    /// appender, or [`FlushError::InPredicate`] from inside a predicate,
-    /// where waiting could deadlock.
+    /// appender, or [`FlushError::InPredicate`] from inside a replay's
+    /// predicate, where waiting could deadlock.
     pub fn flush(&self) -> Result<(), FlushError> {
         self.shared.flush(self.shared.flush_timeout)
     }
