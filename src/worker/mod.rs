@@ -495,6 +495,9 @@ impl Worker {
                 Ok(Control::Shutdown) | Err(TryRecvError::Disconnected) => break,
                 Err(TryRecvError::Empty) => {}
             }
+            // Read before the take: a hold that ends after it (`fill`) does
+            // not make the take's empty result mean that all was written.
+            let held = self.shared.queue.front.is_active();
             let taken = self.take_batch();
             // A doze that found work before its first nap (zero) reads as
             // work: its bar is a run's share either way.
@@ -507,7 +510,7 @@ impl Worker {
             }
             // Nothing queued: the cursor moves, then report drops and flush
             // the appender, then wait.
-            self.caught_up();
+            self.caught_up(held);
             self.idle();
             self.drain.forget_finished(&self.shared.queue);
             if self.pace != Pace::Trickle && self.spin_for_work() {
@@ -532,15 +535,18 @@ impl Worker {
 
     /// A take found nothing: every record below the next seq that was
     /// queued here is written (the cursor, a hint: one in flight may still
-    /// come), once the written ones are let go of. Not while a replay holds
-    /// the queue: its records, and the live ones queued behind them, are
-    /// not written yet (a review found an `UntilWritten` journal letting
-    /// go of them).
-    fn caught_up(&mut self) {
+    /// come), once the written ones are let go of. Not if a replay held the
+    /// queue when the take began (`held`, read before it), or holds it now:
+    /// its records, and the live ones queued behind them, are not written
+    /// yet (a review found an `UntilWritten` journal letting go of them,
+    /// and a second one the hold ending, with no records, between the take
+    /// and this look). A hold only ever ends, so a take that began with
+    /// none saw every source.
+    fn caught_up(&mut self, held: bool) {
         // Relaxed: see `SubShared::cursor`.
         let next = self.seq.load(Ordering::Relaxed);
         self.let_go();
-        if !self.shared.queue.front.is_active() {
+        if !held && !self.shared.queue.front.is_active() {
             self.shared.advance(next);
         }
     }
@@ -1019,8 +1025,8 @@ mod tests {
     }
 
     /// A take that finds nothing because a replay holds the queue does not
-    /// move the cursor past the records held back; once the hold ends and
-    /// they are written, it moves.
+    /// move the cursor past the records held back, even when the hold ends
+    /// between the take and the look; once they are written, it moves.
     #[test]
     fn the_cursor_stays_while_a_replay_holds_the_queue() {
         let seq = Arc::new(CacheLine(AtomicU64::new(0)));
@@ -1035,20 +1041,24 @@ mod tests {
         worker.shared.queue.front.hold();
         seq.store(3, Ordering::Relaxed);
         worker.shared.push_shared(test_record(2)).unwrap();
+        let held = worker.shared.queue.front.is_active();
         assert_eq!(worker.take_batch(), 0, "held");
-        worker.caught_up();
+        worker.caught_up(held);
         assert_eq!(worker.shared.cursor(), 0, "records 0 to 2 are not written");
-        worker
-            .shared
-            .queue
-            .front
-            .fill(vec![test_record(0), test_record(1)]);
+        // The hold ends between a take and its look, with no records (the
+        // replay's predicate kept none): the front looks idle, and the live
+        // record is still queued.
+        let held = worker.shared.queue.front.is_active();
+        assert_eq!(worker.take_batch(), 0, "held");
+        worker.shared.queue.front.fill(Vec::new());
+        worker.caught_up(held);
+        assert_eq!(worker.shared.cursor(), 0, "record 2 is not written");
         while worker.take_batch() > 0 {
             worker.write_batch();
         }
-        worker.caught_up();
+        worker.caught_up(false);
         assert_eq!(worker.shared.cursor(), 3);
-        assert_eq!(captured.records().len(), 3);
+        assert_eq!(captured.records().len(), 1);
     }
 
     /// Sends each record's `seq` as it is written.
