@@ -224,11 +224,11 @@ impl Follower {
     }
 
     /// The rotated files (`app.log.N`) newer than the current file and
-    /// older than `next`, oldest first. Only those are kept open: the scan,
-    /// newest first, stops at the current file, and closes at once a file
-    /// last written before it (so that weeks of hourly rotation do not take
-    /// more descriptors than the process may hold: a review found `tail -F`
-    /// failing at its first rotation past 1,020 files).
+    /// older than `next`, oldest first. The scan, newest first, stops at
+    /// the current file, so that only the files up to it are open at once
+    /// (a review found `tail -F` failing at its first rotation past 1,020
+    /// rotated files, each opened). Should the current file be gone, every
+    /// rotated file is looked at, as before.
     fn rotated_between(&self, next: &Source) -> Result<Vec<Source>, TailError> {
         let rotated =
             rotated_files(&self.path).map_err(|e| TailError::Read(self.path.clone(), e))?;
@@ -242,17 +242,13 @@ impl Follower {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(TailError::Read(path, e)),
             };
-            if source.id == self.current.id {
-                opened.push(source);
-                break;
-            }
-            let older = match (since, source.modified()) {
-                (Some(since), Some(modified)) => modified < since,
-                _ => false,
-            };
+            let current = source.id == self.current.id;
             // A rotation during the listing can show one file twice.
-            if !older && opened.iter().all(|s| s.id != source.id) {
+            if opened.iter().all(|s| s.id != source.id) {
                 opened.push(source);
+            }
+            if current {
+                break;
             }
         }
         // `next` may itself have been rotated since it was opened.
@@ -439,6 +435,40 @@ mod tests {
         fs::write(&path, "c\n").unwrap();
         let polled = with_descriptor_limit(256, || follower.poll(&mut emit));
         polled.unwrap();
+        assert_eq!(lines(&seen), ["a", "b", "c"]);
+    }
+
+    /// A file rotated after the current one but last written before it
+    /// (the writer went on appending to the current file after the next
+    /// rotation) is still read, in rotation order.
+    #[test]
+    fn a_rotated_file_older_by_its_time_is_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.log");
+        let rotated = |n: u32| dir.path().join(format!("app.log.{n}"));
+        fs::write(&path, "a\n").unwrap();
+        let mut follower = Follower::new(&path, Source::open(&path).unwrap());
+        let mut seen = Vec::new();
+        let mut emit = |line: &[u8]| {
+            seen.push(line.to_vec());
+            Ok(())
+        };
+        follower.poll(&mut emit).unwrap();
+        // Two rotations before the next look: the followed file is
+        // app.log.2 now, app.log.1 came after it.
+        fs::rename(&path, rotated(1)).unwrap();
+        fs::write(&path, "b\n").unwrap();
+        fs::rename(rotated(1), rotated(2)).unwrap();
+        fs::rename(&path, rotated(1)).unwrap();
+        fs::write(&path, "c\n").unwrap();
+        let at = |secs| std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+        let set = |path: &Path, secs| {
+            let file = fs::OpenOptions::new().append(true).open(path).unwrap();
+            file.set_modified(at(secs)).unwrap();
+        };
+        set(&rotated(1), 1_000);
+        set(&rotated(2), 2_000);
+        follower.poll(&mut emit).unwrap();
         assert_eq!(lines(&seen), ["a", "b", "c"]);
     }
 
