@@ -405,37 +405,77 @@ mod tests {
         assert_eq!(lines(&seen), ["a long first line", "short"]);
     }
 
+    /// `app.log` in a directory of its own, written with `first`, followed
+    /// from its start; the lines it emitted.
+    struct Followed {
+        dir: tempfile::TempDir,
+        path: PathBuf,
+        follower: Follower,
+        seen: Vec<Vec<u8>>,
+    }
+
+    impl Followed {
+        fn new(first: &str) -> Followed {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("app.log");
+            fs::write(&path, first).unwrap();
+            let follower = Follower::new(&path, Source::open(&path).unwrap());
+            Followed {
+                dir,
+                path,
+                follower,
+                seen: Vec::new(),
+            }
+        }
+
+        /// The rotated file `app.log.<n>`.
+        fn rotated(&self, n: usize) -> PathBuf {
+            self.dir.path().join(format!("app.log.{n}"))
+        }
+
+        fn poll(&mut self) -> Result<bool, TailError> {
+            let seen = &mut self.seen;
+            self.follower.poll(&mut |line: &[u8]| {
+                seen.push(line.to_vec());
+                Ok(())
+            })
+        }
+
+        fn append(&self, text: &str) {
+            let mut file = fs::OpenOptions::new()
+                .append(true)
+                .open(&self.path)
+                .unwrap();
+            file.write_all(text.as_bytes()).unwrap();
+        }
+    }
+
+    /// Sets `path`'s modification time to `secs` after the epoch.
+    fn set_time(path: &Path, secs: u64) {
+        let file = File::options().write(true).open(path).unwrap();
+        let time = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+        file.set_modified(time).unwrap();
+    }
+
     /// Weeks of hourly rotation: more rotated files than the process may
     /// hold open (its soft limit lowered to 256 for the test); one
     /// rotation later, every line is read once, in order.
     #[cfg(unix)]
     #[test]
     fn many_rotated_files_take_few_descriptors() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("app.log");
-        let rotated = |n: usize| dir.path().join(format!("app.log.{n}"));
+        let mut tail = Followed::new("a\n");
         for n in 1..=600 {
-            fs::write(rotated(n), "old\n").unwrap();
+            fs::write(tail.rotated(n), "old\n").unwrap();
         }
-        fs::write(&path, "a\n").unwrap();
-        let mut follower = Follower::new(&path, Source::open(&path).unwrap());
-        let mut seen = Vec::new();
-        let mut emit = |line: &[u8]| {
-            seen.push(line.to_vec());
-            Ok(())
-        };
-        follower.poll(&mut emit).unwrap();
+        tail.poll().unwrap();
         for n in (1..=600).rev() {
-            fs::rename(rotated(n), rotated(n + 1)).unwrap();
+            fs::rename(tail.rotated(n), tail.rotated(n + 1)).unwrap();
         }
-        let mut live = fs::OpenOptions::new().append(true).open(&path).unwrap();
-        live.write_all(b"b\n").unwrap();
-        drop(live);
-        fs::rename(&path, rotated(1)).unwrap();
-        fs::write(&path, "c\n").unwrap();
-        let polled = with_descriptor_limit(256, || follower.poll(&mut emit));
-        polled.unwrap();
-        assert_eq!(lines(&seen), ["a", "b", "c"]);
+        tail.append("b\n");
+        fs::rename(&tail.path, tail.rotated(1)).unwrap();
+        fs::write(&tail.path, "c\n").unwrap();
+        with_descriptor_limit(256, || tail.poll()).unwrap();
+        assert_eq!(lines(&tail.seen), ["a", "b", "c"]);
     }
 
     /// A file rotated after the current one but last written before it
@@ -443,33 +483,19 @@ mod tests {
     /// rotation) is still read, in rotation order.
     #[test]
     fn a_rotated_file_older_by_its_time_is_still_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("app.log");
-        let rotated = |n: u32| dir.path().join(format!("app.log.{n}"));
-        fs::write(&path, "a\n").unwrap();
-        let mut follower = Follower::new(&path, Source::open(&path).unwrap());
-        let mut seen = Vec::new();
-        let mut emit = |line: &[u8]| {
-            seen.push(line.to_vec());
-            Ok(())
-        };
-        follower.poll(&mut emit).unwrap();
+        let mut tail = Followed::new("a\n");
+        tail.poll().unwrap();
         // Two rotations before the next look: the followed file is
         // app.log.2 now, app.log.1 came after it.
-        fs::rename(&path, rotated(1)).unwrap();
-        fs::write(&path, "b\n").unwrap();
-        fs::rename(rotated(1), rotated(2)).unwrap();
-        fs::rename(&path, rotated(1)).unwrap();
-        fs::write(&path, "c\n").unwrap();
-        let at = |secs| std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
-        let set = |path: &Path, secs| {
-            let file = fs::OpenOptions::new().append(true).open(path).unwrap();
-            file.set_modified(at(secs)).unwrap();
-        };
-        set(&rotated(1), 1_000);
-        set(&rotated(2), 2_000);
-        follower.poll(&mut emit).unwrap();
-        assert_eq!(lines(&seen), ["a", "b", "c"]);
+        fs::rename(&tail.path, tail.rotated(1)).unwrap();
+        fs::write(&tail.path, "b\n").unwrap();
+        fs::rename(tail.rotated(1), tail.rotated(2)).unwrap();
+        fs::rename(&tail.path, tail.rotated(1)).unwrap();
+        fs::write(&tail.path, "c\n").unwrap();
+        set_time(&tail.rotated(1), 1_000);
+        set_time(&tail.rotated(2), 2_000);
+        tail.poll().unwrap();
+        assert_eq!(lines(&tail.seen), ["a", "b", "c"]);
     }
 
     /// Runs `f` with the process's soft limit of open files at `limit`,
@@ -557,70 +583,42 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn three_rotations_between_two_looks() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("app.log");
-        let rotated = |n: u32| dir.path().join(format!("app.log.{n}"));
-        fs::write(rotated(1), "history\n").unwrap();
-        fs::write(&path, "a\n").unwrap();
-        let mut follower = Follower::new(&path, Source::open(&path).unwrap());
-        let mut seen = Vec::new();
-        let mut emit = |l: &[u8]| {
-            seen.push(l.to_vec());
-            Ok(())
-        };
-        follower.poll(&mut emit).unwrap();
-        let append = |text: &str| {
-            let mut file = fs::OpenOptions::new().append(true).open(&path).unwrap();
-            file.write_all(text.as_bytes()).unwrap();
-        };
+        let mut tail = Followed::new("a\n");
+        fs::write(tail.rotated(1), "history\n").unwrap();
+        tail.poll().unwrap();
         // The old file ends unterminated (a writer that died mid-line):
         // rotated away, nothing will complete that line.
-        append("b\nb2");
+        tail.append("b\nb2");
         for next in ["c\n", "d\n", "e\n"] {
             for n in (1..=3).rev() {
-                if rotated(n).exists() {
-                    fs::rename(rotated(n), rotated(n + 1)).unwrap();
+                if tail.rotated(n).exists() {
+                    fs::rename(tail.rotated(n), tail.rotated(n + 1)).unwrap();
                 }
             }
-            fs::rename(&path, rotated(1)).unwrap();
-            fs::write(&path, next).unwrap();
+            fs::rename(&tail.path, tail.rotated(1)).unwrap();
+            fs::write(&tail.path, next).unwrap();
         }
-        append("f");
-        follower.poll(&mut emit).unwrap();
-        append("\n");
-        follower.poll(&mut emit).unwrap();
-        assert!(!follower.poll(&mut emit).unwrap());
-        assert_eq!(lines(&seen), ["a", "b", "b2", "c", "d", "e", "f"]);
+        tail.append("f");
+        tail.poll().unwrap();
+        tail.append("\n");
+        tail.poll().unwrap();
+        assert!(!tail.poll().unwrap());
+        assert_eq!(lines(&tail.seen), ["a", "b", "b2", "c", "d", "e", "f"]);
     }
 
     #[cfg(unix)]
     #[test]
     fn a_deleted_old_file_falls_back_to_modification_times() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("app.log");
-        let rotated = |n: u32| dir.path().join(format!("app.log.{n}"));
-        // Written before the followed file: history, not to be read.
-        fs::write(rotated(2), "history\n").unwrap();
-        let old = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
-        File::options()
-            .write(true)
-            .open(rotated(2))
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
-        fs::write(&path, "a\n").unwrap();
-        let mut follower = Follower::new(&path, Source::open(&path).unwrap());
-        let mut seen = Vec::new();
-        let mut emit = |l: &[u8]| {
-            seen.push(l.to_vec());
-            Ok(())
-        };
-        follower.poll(&mut emit).unwrap();
+        let mut tail = Followed::new("a\n");
+        // Last written before the followed file: history, not to be read.
+        fs::write(tail.rotated(2), "history\n").unwrap();
+        set_time(&tail.rotated(2), 1_000_000);
+        tail.poll().unwrap();
         // Retention deleted the followed file; app.log.1 came after it.
-        fs::remove_file(&path).unwrap();
-        fs::write(rotated(1), "b\n").unwrap();
-        fs::write(&path, "c\n").unwrap();
-        follower.poll(&mut emit).unwrap();
-        assert_eq!(lines(&seen), ["a", "b", "c"]);
+        fs::remove_file(&tail.path).unwrap();
+        fs::write(tail.rotated(1), "b\n").unwrap();
+        fs::write(&tail.path, "c\n").unwrap();
+        tail.poll().unwrap();
+        assert_eq!(lines(&tail.seen), ["a", "b", "c"]);
     }
 }
