@@ -40,6 +40,7 @@ case "${SCOPE:-backend}" in
   *) echo "SCOPE is backend or call" >&2; exit 2 ;;
 esac
 
+export PEERS_NO_PROBE=1
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 side="${SIDE:-caller}"
