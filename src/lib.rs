@@ -205,9 +205,8 @@
 //! only integers, floats, `bool`s, `char`s and string literals, with a
 //! literal format string of `{}`, `{:?}`, `{:x}`, widths, precisions and
 //! the like (the rules are at [`log!`]), the caller copies the arguments
-//! into the record and formats nothing: the message is formatted when first
-//! read, normally by the appender on its worker, byte for byte as
-//! `log::info!` would have made it. Every other call (key-values, a
+//! and formats nothing: the message is formatted on the subscription's
+//! worker, byte for byte as `log::info!` would have made it. Every other call (key-values, a
 //! `String`, an inline `{name}`, another `log` backend) expands to the
 //! `log` macro with the same arguments. Use them on hot call sites that
 //! log numbers; `log::info!` and friends keep working everywhere.

@@ -396,10 +396,12 @@ impl BrokerShared {
 
     /// The entry point of logbus's own macros for a message they defer:
     /// the record carries `site`'s format string and copies of `args`, and
-    /// is formatted when first read (`Record::message`), usually on the
-    /// worker. Returns `false`, having done nothing, when the message could
-    /// be longer than the size bound: the macro then takes the `log` path,
-    /// which cuts it as for any call, so the two paths never differ.
+    /// is formatted on the worker, as it rebuilds the record from its
+    /// lane's slot (or when first read, `Record::message`, for a record
+    /// that travels shared). Returns `false`, having done nothing, when the
+    /// message could be longer than the size bound: the macro then takes
+    /// the `log` path, which cuts it as for any call, so the two paths
+    /// never differ.
     pub(crate) fn log_deferred(
         &self,
         level: log::Level,

@@ -35,11 +35,12 @@
 /// its arguments take at most six words (one each, two for a 128-bit
 /// integer; no string literal), not even a record is made on the caller's
 /// thread: the format string's pointer and the arguments' bits go straight
-/// into each subscription's queue, and its worker builds the record. The message is
-/// formatted when first read,
-/// usually by the appender on the worker, with std's own formatting of
-/// each argument: the text is the one `log::log!` would have made, byte for
-/// byte. Reading it on the caller's thread formats it there: a predicate
+/// into each subscription's queue, and its worker builds the record and
+/// formats the message as it does. Otherwise the message is formatted when
+/// first read, usually by the appender on the worker. Either way each
+/// argument is formatted by std's own implementation: the text is the one
+/// `log::log!` would have made, byte for byte. Reading it on the caller's
+/// thread formats it there: a predicate
 /// ([`SubscriptionBuilder::filter`](crate::SubscriptionBuilder::filter))
 /// that reads the message, a [`Redaction`](crate::Redaction) with a
 /// message rewrite, and the [`Journal`](crate::Journal) (which counts what

@@ -430,9 +430,10 @@ impl Record {
 
     /// The formatted message.
     ///
-    /// A message logbus's own macros deferred (`logbus::info!` ...) is
-    /// formatted here, by its first reader (once, whichever thread that is),
-    /// and kept.
+    /// A message logbus's own macros deferred (`logbus::info!` ...) was
+    /// formatted by the worker that took the record from its queue, or, for
+    /// a record that travelled shared, is formatted here, by its first
+    /// reader (once, whichever thread that is), and kept.
     #[must_use]
     #[inline]
     pub fn message(&self) -> &str {

@@ -9,7 +9,8 @@
 //! copy, into one of its spares (`recycle::Spares`). A deferred message
 //! of logbus's macros travels the same way: its template's pointer and its
 //! arguments' bits ([`ARG_WORDS`] words at most, see [`args_fit`]), and
-//! the worker formats it when an appender reads it. So the caller writes
+//! the worker formats it as it rebuilds the record
+//! (`produce::set_taken_parts`). So the caller writes
 //! only its stack and the slot, and no reference count, holders count or
 //! recycled record crosses between the threads. The thread is the lane's
 //! (one lane per thread), so the slot does not carry it. Any other record
@@ -148,7 +149,7 @@ impl Item<'_> {
     pub(crate) fn into_record(self) -> Arc<Record> {
         match self {
             Item::Shared(record) => record,
-            Item::Parts(parts) => Arc::new(record_of(&parts)),
+            Item::Parts(parts) => Arc::new(record_of(&parts, produce::set_parts)),
         }
     }
 }
@@ -622,9 +623,11 @@ impl Reading {
             literal,
             deferred,
         };
+        // The worker's own record, which its appender reads next: a
+        // deferred message is formatted now (`produce::set_taken_parts`).
         match spares.take() {
-            Some(spare) => spare.reuse(|record| produce::set_parts(record, &parts)),
-            None => Arc::new(record_of(&parts)),
+            Some(spare) => spare.reuse(|record| produce::set_taken_parts(record, &parts)),
+            None => Arc::new(record_of(&parts, produce::set_taken_parts)),
         }
     }
 
@@ -656,10 +659,11 @@ impl Reading {
     }
 }
 
-/// A new record made of `parts`.
-fn record_of(parts: &Parts<'_>) -> Record {
+/// A new record made of `parts` by `set` (`produce::set_parts` or
+/// `set_taken_parts`).
+fn record_of(parts: &Parts<'_>, set: fn(&mut Record, &Parts<'_>)) -> Record {
     let mut record = produce::new_record(parts.topic.topic(), parts.seq, parts.stamp);
-    produce::set_parts(&mut record, parts);
+    set(&mut record, parts);
     record
 }
 
@@ -720,6 +724,60 @@ mod tests {
     }
 
     #[test]
+    fn a_reused_record_carries_each_kind_of_message_in_turn() {
+        use crate::recycle::Pool;
+        use logbus_appenders::__private_api::{parse, pieces, Piece};
+        const FORMAT: &str = "{} of {:>4}";
+        const PIECES: [Piece; pieces(FORMAT)] = parse(FORMAT);
+        static TEMPLATE: Template = Template::new(FORMAT, &PIECES, 2);
+        let args = [Arg::U8(1), Arg::U16(2)];
+        let deferred = Parts {
+            message: "",
+            deferred: Some(DeferredParts {
+                template: &TEMPLATE,
+                args: &args,
+            }),
+            ..test_parts(1, "", thread())
+        };
+        let plain = test_parts(2, "copied", thread());
+        let literal = Parts {
+            literal: Some("a literal"),
+            message: "a literal",
+            ..test_parts(3, "", thread())
+        };
+        let (spares, mut hand_back) = (&mut Spares::default(), Pool::new().hand_back());
+        let mut last = None;
+        let kinds = [
+            &deferred, &plain, &deferred, &literal, &deferred, &deferred, &plain,
+        ];
+        for (i, parts) in kinds.into_iter().enumerate() {
+            // The record taken before is written and given back, so this
+            // take rewrites it.
+            let before = last.take().map(|record: Arc<Record>| {
+                let place = Arc::as_ptr(&record);
+                spares.give_back(&mut vec![record], &mut hand_back);
+                place
+            });
+            let record = round_trip(Item::parts(parts).unwrap(), spares);
+            if let Some(before) = before {
+                assert!(
+                    std::ptr::eq(before, Arc::as_ptr(&record)),
+                    "take {i}: reused"
+                );
+            }
+            let (text, is_deferred) = match parts.deferred {
+                Some(_) => ("1 of    2", true),
+                None => (parts.message, false),
+            };
+            assert_eq!(record.message(), text, "take {i}");
+            assert_eq!(produce::is_deferred(&record), is_deferred, "take {i}");
+            assert_eq!(produce::is_formatted(&record), is_deferred, "take {i}");
+            assert_eq!(record.approx_size(), Item::parts(parts).unwrap().size());
+            last = Some(record);
+        }
+    }
+
+    #[test]
     fn a_literal_travels_as_its_pointer_and_absent_fields_stay_absent() {
         let literal: &'static str =
             "a literal much longer than the fifty-six bytes of text a slot holds";
@@ -757,13 +815,26 @@ mod tests {
             ..test_parts(6, "", thread())
         };
         let size = Item::parts(&parts).unwrap().size();
+        let text = r#"request 41 served in    -7 us, '"' 2.5"#;
+        // A record made of the parts on the caller's side (a push with no
+        // lane) leaves the message to its first reader.
+        let made = Item::parts(&parts).unwrap().into_record();
+        assert!(produce::is_deferred(&made) && !produce::is_formatted(&made));
+        assert_eq!((made.message(), made.approx_size()), (text, size));
+        // The worker that takes it formats it at once, into the record's
+        // own message; it stays deferred, and counts what it counted.
         let record = round_trip(Item::parts(&parts).unwrap(), &mut Spares::default());
-        assert!(produce::is_deferred(&record));
+        assert!(produce::is_deferred(&record) && produce::is_formatted(&record));
         assert_eq!(record.approx_size(), size, "as it counted when pushed");
-        assert_eq!(
-            record.message(),
-            r#"request 41 served in    -7 us, '"' 2.5"#
-        );
+        assert_eq!(record.message(), text);
+        assert!(matches!(record.message_cow(), Cow::Owned(_)));
+        let copy = Record::clone(&record);
+        assert_eq!((copy.message(), produce::is_formatted(&copy)), (text, true));
+        assert_eq!(copy.approx_size(), size);
+        // Made fit to be retained, it keeps its text as a plain message.
+        let mut kept = copy;
+        produce::fit_for_retention(&mut kept);
+        assert_eq!((kept.message(), produce::is_deferred(&kept)), (text, false));
         assert_eq!(record.seq(), 6);
         assert_eq!(record.line(), Some(7));
 

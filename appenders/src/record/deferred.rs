@@ -1,12 +1,14 @@
 //! A message the caller did not format: its call site's format string,
 //! read at compile time (a `&'static` [`Template`]), and copies of its
-//! arguments, formatted when the message is first read (usually on a
-//! worker, when an appender renders the record). logbus's own macros
+//! arguments, formatted on a worker: at once, by the worker that rebuilds
+//! the record from its lane's slot (the usual way), or when the message is
+//! first read (a record that travelled shared). logbus's own macros
 //! (`logbus::info!` ...) make such records.
 //!
 //! This file is the storage (kept across a record's reuse, formatted once
-//! by whichever reader comes first); `deferred/format.rs` is the format
-//! language, read at compile time to decide and at run time to format.
+//! by whichever reader comes first, or by the record's maker into the
+//! record's own message); `deferred/format.rs` is the format language,
+//! read at compile time to decide and at run time to format.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -60,6 +62,10 @@ pub(crate) struct Deferred(Option<Box<Inner>>);
 struct Inner {
     /// Whether the record's message is this one.
     active: bool,
+    /// Whether it was formatted at once into the record's own message
+    /// ([`Deferred::set_formatted`]): `text` then stays empty and readers
+    /// read the record's message.
+    in_message: bool,
     template: &'static Template,
     args: Vec<Arg>,
     /// The message, formatted by its first reader; a record shared (`Arc`)
@@ -100,6 +106,7 @@ impl Inner {
     /// Back to inactive, keeping the buffers.
     fn reset(&mut self) {
         self.active = false;
+        self.in_message = false;
         self.args.clear();
         if let Some(Cow::Owned(text)) = self.text.take() {
             let buffer = self
@@ -115,11 +122,14 @@ impl Inner {
 
 impl Deferred {
     /// The message, formatted now if no reader did before; `None` if the
-    /// record's message is not deferred.
+    /// record's message is not deferred, or was formatted into the
+    /// record's own message ([`set_formatted`](Deferred::set_formatted)).
     #[inline]
     pub(crate) fn text(&self) -> Option<&Cow<'static, str>> {
         match &self.0 {
-            Some(inner) if inner.active => Some(inner.text.get_or_init(|| inner.format())),
+            Some(inner) if inner.active && !inner.in_message => {
+                Some(inner.text.get_or_init(|| inner.format()))
+            }
             _ => None,
         }
     }
@@ -131,7 +141,7 @@ impl Deferred {
     pub(crate) fn is_formatted(&self) -> bool {
         self.0
             .as_ref()
-            .is_some_and(|inner| inner.active && inner.text.get().is_some())
+            .is_some_and(|inner| inner.active && (inner.in_message || inner.text.get().is_some()))
     }
 
     /// Makes `template` with `args` the message (not formatted). A buffer
@@ -139,9 +149,44 @@ impl Deferred {
     /// retained record took) takes `spare`'s, the record's buffer for a
     /// message formatted by the caller, which is then empty.
     pub(crate) fn set(&mut self, template: &'static Template, args: &[Arg], spare: &mut String) {
+        let inner = self.activate(template, args);
+        let buffer = inner
+            .buffer
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        if buffer.capacity() == 0 {
+            std::mem::swap(buffer, spare);
+        }
+    }
+
+    /// Makes `template` with `args` the message, formatted at once into
+    /// `message` (emptied before), the record's own: for a record its maker
+    /// alone holds (a worker rebuilding a record it took from a lane, which
+    /// its appender reads next). It then needs neither the formatted-once
+    /// cell nor the buffer's lock, which a first read pays (about 100
+    /// instructions a record), nor a buffer of its own. The message is
+    /// still deferred, formatted: its size, what byte budgets count, is
+    /// still its arguments' longest.
+    pub(crate) fn set_formatted(
+        &mut self,
+        template: &'static Template,
+        args: &[Arg],
+        message: &mut String,
+    ) {
+        let inner = self.activate(template, args);
+        inner.in_message = true;
+        message.clear();
+        message.reserve(template.format().len() + 16 * args.len());
+        format::render(template, args, message);
+    }
+
+    /// The box, made the first time, holding `template` and copies of
+    /// `args`, active and not formatted.
+    fn activate(&mut self, template: &'static Template, args: &[Arg]) -> &mut Inner {
         let inner = self.0.get_or_insert_with(|| {
             Box::new(Inner {
                 active: false,
+                in_message: false,
                 template: &EMPTY,
                 args: Vec::new(),
                 text: OnceLock::new(),
@@ -155,13 +200,7 @@ impl Deferred {
         inner.active = true;
         inner.template = template;
         inner.args.extend_from_slice(args);
-        let buffer = inner
-            .buffer
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner);
-        if buffer.capacity() == 0 {
-            std::mem::swap(buffer, spare);
-        }
+        inner
     }
 
     /// No deferred message any more; the buffers stay for the next one.
@@ -178,7 +217,8 @@ impl Deferred {
     }
 
     /// The formatted message as a `String` of its own (formatted now if no
-    /// reader did, in the buffer `set` gave it), leaving the deferred
+    /// reader did, in the buffer `set` gave it; `None` if it was formatted
+    /// into the record's message, `set_formatted`), leaving the deferred
     /// message inactive: the box and the arguments' slots stay for the
     /// next one, so a record the journal keeps and then lets go of is
     /// reused without allocating. Nothing in it changes while the record
@@ -186,6 +226,10 @@ impl Deferred {
     /// `held_bytes` counts stays the same.
     pub(crate) fn take_formatted(&mut self) -> Option<String> {
         let inner = self.0.as_mut().filter(|inner| inner.active)?;
+        if inner.in_message {
+            inner.reset();
+            return None;
+        }
         let text = match inner.text.take() {
             Some(text) => text,
             None => inner.format(),
@@ -243,6 +287,7 @@ impl Clone for Deferred {
         Deferred(self.0.as_ref().filter(|inner| inner.active).map(|inner| {
             Box::new(Inner {
                 active: true,
+                in_message: inner.in_message,
                 template: inner.template,
                 args: inner.args.clone(),
                 text: inner.text.clone(),
@@ -260,7 +305,10 @@ impl fmt::Debug for Deferred {
                 .debug_struct("Deferred")
                 .field("format", &inner.template.format())
                 .field("args", &inner.args)
-                .field("formatted", &inner.text.get().is_some())
+                .field(
+                    "formatted",
+                    &(inner.in_message || inner.text.get().is_some()),
+                )
                 .finish(),
         }
     }

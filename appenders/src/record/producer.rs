@@ -559,14 +559,31 @@ impl DeferredParts<'_> {
 
 /// Rewrites `record` (one being reused, or new) into the record `parts`
 /// describe, copying the message into its buffer: what [`recycle`] and
-/// the setters do, in one pass (a worker does it for every record that
-/// travelled as parts).
+/// the setters do, in one pass. A deferred message is left to its first
+/// reader to format (see [`set_taken_parts`]).
 #[inline(always)]
 pub fn set_parts(record: &mut Record, parts: &Parts<'_>) {
+    fill_parts(record, parts, false);
+}
+
+/// [`set_parts`] for a worker rebuilding a record it took from a lane (it
+/// does so for every record that travelled as parts), which it alone holds
+/// and its appender reads next: a deferred message is formatted at once,
+/// without the synchronisation a first read of a shared record needs.
+#[inline(always)]
+pub fn set_taken_parts(record: &mut Record, parts: &Parts<'_>) {
+    fill_parts(record, parts, true);
+}
+
+/// [`set_parts`], formatting a deferred message now if `format_now`.
+#[inline(always)]
+fn fill_parts(record: &mut Record, parts: &Parts<'_>, format_now: bool) {
     record.deferred.clear();
-    // A deferred message: an empty literal, then the template and arguments
-    // (as `set_message_deferred` does).
+    // A deferred message left to its reader: an empty literal, then the
+    // template and arguments (as `set_message_deferred` does). Formatted
+    // now, it is written into the message's buffer, as a copied one is.
     let literal = match parts.deferred {
+        Some(_) if format_now => None,
         Some(_) => Some(""),
         None => parts.literal,
     };
@@ -589,11 +606,20 @@ pub fn set_parts(record: &mut Record, parts: &Parts<'_>) {
             if text.capacity() > MAX_SPARE_CAPACITY {
                 *text = String::new();
             }
-            text.clear();
-            text.push_str(parts.message);
+            match parts.deferred {
+                Some(deferred) => {
+                    record
+                        .deferred
+                        .set_formatted(deferred.template, deferred.args, text);
+                }
+                None => {
+                    text.clear();
+                    text.push_str(parts.message);
+                }
+            }
         }
     }
-    if let Some(deferred) = parts.deferred {
+    if let (Some(deferred), false) = (parts.deferred, format_now) {
         record
             .deferred
             .set(deferred.template, deferred.args, &mut record.spare);
