@@ -206,7 +206,9 @@
 //! literal format string of `{}`, `{:?}`, `{:x}`, widths, precisions and
 //! the like (the rules are at [`log!`]), the caller copies the arguments
 //! and formats nothing: the message is formatted on the subscription's
-//! worker, byte for byte as `log::info!` would have made it. Every other call (key-values, a
+//! worker (unless a predicate, a redaction rewrite or the journal reads
+//! it on the caller's thread first, see [`info!`]), byte for byte as
+//! `log::info!` would have made it. Every other call (key-values, a
 //! `String`, an inline `{name}`, another `log` backend) expands to the
 //! `log` macro with the same arguments. Use them on hot call sites that
 //! log numbers; `log::info!` and friends keep working everywhere.

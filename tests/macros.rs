@@ -269,6 +269,13 @@ fn a_deferred_message_is_formatted_by_the_worker_that_takes_it() {
     // arguments' longest.
     assert!(is_deferred(&records[0]) && is_formatted(&records[0]));
     assert_eq!(records[0].message(), "1 2.5");
+    // A record that travels shared (a string argument does not fit a
+    // slot's words) is formatted by its first reader: here, the test.
+    logbus::info!(logger: &fx.broker, "{} {}", "lit", n);
+    let shared = &fx.fresh()[0];
+    assert!(is_deferred(shared) && !is_formatted(shared));
+    assert_eq!(shared.message(), "lit 1");
+    assert!(is_formatted(shared));
     // Formatted into the record's buffer: owned, as on `log`'s path.
     assert!(matches!(records[0].message_cow(), Cow::Owned(m) if m == "1 2.5"));
     assert!(format!("{:?}", records[0]).contains(r#"message: "1 2.5""#));

@@ -284,11 +284,14 @@ pub struct ThreadInfo {
 #[repr(C)]
 pub struct Record {
     seq: u64,
-    /// A message formatted when first read (see [`deferred`]).
+    /// A message the caller did not format (see [`deferred`]): formatted
+    /// by its first reader, or at once into `message` by a worker
+    /// rebuilding the record from a lane's slot.
     deferred: Deferred,
     topic: Topic,
     time: Time,
-    /// The message, unless `deferred` holds it.
+    /// The message, unless `deferred` holds it (a deferred message
+    /// formatted at once is here).
     message: Cow<'static, str>,
     /// See [`producer::holders`].
     holders: Holders,

@@ -518,7 +518,8 @@ pub struct Parts<'a> {
     /// text as `message`).
     pub literal: Option<&'static str>,
     /// The message, if it is deferred (logbus's macros): its call site's
-    /// template and copies of its arguments, formatted when first read.
+    /// template and copies of its arguments, formatted when first read, or
+    /// at once by a worker that took the parts ([`set_taken_parts`]).
     /// `message` is then empty and `literal` `None`.
     pub deferred: Option<DeferredParts<'a>>,
 }
