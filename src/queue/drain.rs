@@ -24,7 +24,7 @@
 //! removes from the head), so taking until every head passes its mark
 //! writes everything the request must wait for.
 
-use logbus_appenders::Record;
+use logbus_appenders::{__private_api as produce, Record};
 
 use super::lane::{Lane, Taker};
 use super::shared::SharedChannel;
@@ -152,7 +152,17 @@ impl Drain {
         }
         if batch.len() > before {
             crate::clock::note_taken();
+            // After the note, as a render of them would, but without a
+            // compare-and-swap each: when every record taken is one the
+            // take rebuilt (the direct path's), none is shared. (A take
+            // with shared ones leaves each to its first reader.)
+            if self.taker.rebuilt == batch.len() - before {
+                for record in &batch[before..] {
+                    produce::settle_time(record);
+                }
+            }
         }
+        self.taker.rebuilt = 0;
         self.forget_finished(queue);
         batch.len() - before
     }
@@ -338,6 +348,61 @@ mod tests {
         assert_eq!(drain.look(&queue), Work::None);
         a.busy().enter();
         assert_eq!(drain.look(&queue), Work::Busy);
+    }
+
+    /// A take whose records all travelled as parts converts their times as
+    /// it takes them (no compare-and-swap on a first read later); one with
+    /// a shared record among them leaves each to its first reader.
+    #[test]
+    fn a_take_of_rebuilt_records_converts_their_times() {
+        use crate::queue::{test_parts, Item};
+        use crate::sync::AtomicUsize;
+        use logbus_appenders::__private_api::{Parts, Stamp};
+        static CONVERSIONS: AtomicUsize = AtomicUsize::new(0);
+        fn convert(ticks: u64) -> i64 {
+            CONVERSIONS.fetch_add(1, Ordering::Relaxed);
+            ticks as i64 * 1_000
+        }
+        let converted = || CONVERSIONS.load(Ordering::Relaxed);
+        let (queue, mut drain) = Queue::new(64, None, OverflowPolicy::Block);
+        let counters = Counters::default();
+        let mut lane = queue.new_lane(true);
+        let thread = crate::thread_role::thread_info();
+        let mut push = |seq: u64, shared: bool| {
+            let parts = Parts {
+                stamp: Stamp::Ticks(seq + 1, convert),
+                ..test_parts(seq, "m", thread)
+            };
+            let item = Item::parts(&parts).unwrap();
+            let item = if shared {
+                Item::Shared(item.into_record())
+            } else {
+                item
+            };
+            lane.busy().enter();
+            queue.push_lane(&mut lane, item, &counters, drop);
+            lane.leave();
+        };
+        for seq in 0..3 {
+            push(seq, false);
+        }
+        let mut batch = Vec::new();
+        assert_eq!(drain.take_batch(&queue, &mut batch, 10), 3);
+        assert_eq!(converted(), 3, "each converted as it was taken");
+        let times: Vec<_> = batch.iter().map(|r| r.time()).collect();
+        assert_eq!(converted(), 3, "and kept");
+        let second = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_micros(2);
+        assert_eq!(times[1], second);
+
+        push(3, false);
+        push(4, true);
+        batch.clear();
+        assert_eq!(drain.take_batch(&queue, &mut batch, 10), 2);
+        assert_eq!(converted(), 3, "a take with a shared record converts none");
+        batch.iter().for_each(|r| {
+            let _ = r.time();
+        });
+        assert_eq!(converted(), 5, "each reader's first read does");
     }
 
     #[test]

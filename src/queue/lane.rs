@@ -60,6 +60,11 @@ const TAKE_RUN: usize = 32;
 pub(crate) struct Taker {
     pub(crate) spares: Spares,
     run: Run,
+    /// How many records the take rebuilt from parts: the worker's alone
+    /// until it hands them on, so when a take's records all are, their
+    /// times are converted without a compare-and-swap once it has noted
+    /// the counter (`Drain::take_batch`, `produce::settle_time`).
+    pub(crate) rebuilt: usize,
 }
 
 /// The buffer a run of slots is read into ([`Taker`]).
@@ -80,6 +85,7 @@ impl Default for Taker {
         Taker {
             spares: Spares::default(),
             run: Run(Box::new([Reading::EMPTY; TAKE_RUN])),
+            rebuilt: 0,
         }
     }
 }
@@ -262,6 +268,7 @@ impl Lane {
         let Taker {
             spares,
             run: Run(run),
+            rebuilt,
         } = taker;
         let mut taken = 0;
         while taken < max {
@@ -295,13 +302,17 @@ impl Lane {
                 // read may be stale. Forget it and read again.
                 continue;
             }
+            // The records are ours and out of the queue: their places go
+            // back before they are rebuilt (a deferred message is
+            // formatted as it is), for a publisher that waits for one.
+            self.budget.release(n);
             for reading in &run[..n] {
+                *rebuilt += usize::from(!reading.is_shared());
                 // SAFETY: our CAS moved `head` past each slot's index after
                 // we read it, which makes us its record's only owner
                 // (module docs): no one else will take it.
                 out.push(unsafe { reading.take(self.thread, spares) });
             }
-            self.budget.release(n);
             taken += n;
             if n < available {
                 break; // reached `limit`

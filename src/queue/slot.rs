@@ -544,6 +544,12 @@ impl Reading {
         ((self.meta >> 8) & 0xff) as usize
     }
 
+    /// Whether the slot held a shared record (not parts to rebuild one).
+    #[inline]
+    pub(super) fn is_shared(&self) -> bool {
+        self.meta & SHARED != 0
+    }
+
     /// The record, as the slot held it: the shared record itself, or a
     /// record built from the parts (a spare one rewritten, or a new one)
     /// made on `thread`, the lane's.
@@ -554,6 +560,7 @@ impl Reading {
     /// this slot's index after the reading (`lane.rs`), which makes the
     /// caller the record's only owner and the reading what the producer
     /// wrote, with each pointer from `Slot::put`.
+    #[inline(always)]
     pub(super) unsafe fn take(&self, thread: ThreadInfo, spares: &mut Spares) -> Arc<Record> {
         if self.meta & SHARED != 0 {
             // SAFETY: `ptr` came from `Arc::into_raw` in `Slot::put`, and

@@ -19,6 +19,16 @@ use super::{Json, Record, ThreadInfo, Topic, TopicRepr, Value};
 /// huge message gives its buffer back instead of pinning it.
 const MAX_SPARE_CAPACITY: usize = 4096;
 
+/// Converts the record's time now, if it is a counter's ticks not converted
+/// yet, and keeps it without the compare-and-swap a first read makes: for a
+/// record no other thread can read yet (a worker's own, rebuilt from a
+/// lane's slot, before it hands it on). Another thread reading it
+/// meanwhile could keep a conversion of its own, some nanoseconds apart.
+#[inline]
+pub fn settle_time(record: &Record) {
+    record.time.settle();
+}
+
 /// How many consumers (the broker's subscriptions) have yet to finish with
 /// this shared record. A producer sets it before sharing the record; each
 /// consumer decrements it when done, and the one that takes it to zero may

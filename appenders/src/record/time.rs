@@ -69,6 +69,13 @@ pub fn from_unix_nanos(nanos: i64) -> SystemTime {
     }
 }
 
+/// What is kept of a conversion (nanoseconds from the epoch): `i64::MIN`
+/// is [`UNSET`], so the nearest time that is not.
+#[inline]
+fn kept(converted: i64) -> u64 {
+    converted.max(i64::MIN + 1) as u64
+}
+
 /// The time a kept value stands for.
 fn from_kept(kept: u64) -> SystemTime {
     from_unix_nanos(kept as i64)
@@ -128,12 +135,30 @@ impl Time {
         }
     }
 
+    /// Converts a `Ticks` stamp not converted yet and keeps the result with
+    /// a plain store, for a record no other thread can read yet (a worker's
+    /// own, rebuilt from a lane's slot, before its appender gets it): with
+    /// no other reader, the compare-and-swap that makes the first
+    /// conversion the kept one is not needed (a read-modify-write a record,
+    /// which on x86 waits for the thread's earlier stores to drain). On a
+    /// record another thread reads meanwhile, each could keep its own
+    /// conversion (a few nanoseconds apart, never a torn value: the cell is
+    /// atomic), so that is the caller's to rule out.
+    #[inline]
+    pub(crate) fn settle(&self) {
+        if let Stamp::Ticks(ticks, convert) = self.stamp {
+            // Relaxed: as for every access to `wall`.
+            if self.wall.load(Ordering::Relaxed) == UNSET {
+                self.wall.store(kept(convert(ticks)), Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Keeps `converted` (nanoseconds from the epoch) unless another reader
     /// kept its conversion first, and returns the kept one.
     #[cold]
     fn keep(&self, converted: i64) -> u64 {
-        // `i64::MIN` is `UNSET`: the nearest time that is not.
-        let nanos = converted.max(i64::MIN + 1) as u64;
+        let nanos = kept(converted);
         match self
             .wall
             .compare_exchange(UNSET, nanos, Ordering::Relaxed, Ordering::Relaxed)
