@@ -26,7 +26,7 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 use logbus_appenders::__private_api as produce;
 use logbus_appenders::Record;
 
-use crate::sync::{fence, Arc, AtomicUsize, Ordering};
+use crate::sync::{Arc, AtomicUsize, Ordering};
 
 /// How many records a worker hands back to the pool at a time: a publisher
 /// then takes a whole batch with one channel operation.
@@ -85,46 +85,23 @@ const TAKE_LOOKS: usize = 2;
 /// a `Recycled` can only be moved (for example through the pool's channel,
 /// which orders the worker's accesses before the publisher's).
 ///
-/// `new` checks it with three loads, not `Arc::get_mut`, whose lock of the
-/// weak count is a compare-and-swap a record (a read-modify-write, which
-/// on x86 waits for the worker's earlier stores to drain; three of them a
-/// record cost a worker about an eighth of its time). The lock keeps an
-/// `Arc` from being downgraded between its two loads (weak, then strong);
-/// three loads in this order need no lock, each followed by an `Acquire`
-/// fence, so that it synchronises with the `Release` decrement whose value
-/// it read (every `Arc` and `Weak` drop is one), and everything before
-/// that drop is visible to the loads after it:
-/// 1. a strong count of 1: our `Arc` is the only one left, and what was
-///    done through the others happened before (as `get_mut`'s `Acquire`).
-///    Only a `Weak` can make another now, by upgrading; nothing can make
-///    a new `Weak` (that takes an `Arc`, and we lend ours to no one);
-/// 2. a weak count of 0: no `Weak` is left either. One there at step 1
-///    was dropped since, after anything it upgraded to, in its thread;
-///    the weak count's value we read comes after that drop, so any such
-///    upgrade is visible to step 3;
-/// 3. a strong count of 1 again: whatever was upgraded was dropped, and
-///    nothing is left that could make another reference.
-///
-/// (A weak count locked by another thread's `get_mut` reads as 0, but that
-/// thread holds an `Arc`, which step 3 sees.) logbus makes no `Weak` of a
-/// record; a user could, of one a memory appender handed out.
+/// `new` checks it with `Arc::get_mut`, whose lock of the weak count (a
+/// compare-and-swap) is what makes the check sound: loads of the two
+/// counts alone, in any number and order, can each land between a
+/// thread's upgrade of a `Weak` and its downgrade of the upgrade, while
+/// that thread never lets go of the record (a review found it in
+/// milliseconds; `a_weak_cycled_through_upgrades_never_reads_as_unique`).
+/// A user can do that with a record a memory appender handed out.
 pub(crate) struct Recycled(Arc<Record>);
 
 impl Recycled {
     /// `Ok` if `record` is the only reference to its record; otherwise
     /// gives it back.
-    pub(crate) fn new(record: Arc<Record>) -> Result<Recycled, Arc<Record>> {
-        // The three loads of the type's docs, each with its `Acquire` fence.
-        let only = |count: fn(&Arc<Record>) -> usize, expected: usize| {
-            let ok = count(&record) == expected;
-            fence(Ordering::Acquire);
-            ok
-        };
-        if only(Arc::strong_count, 1) && only(Arc::weak_count, 0) && only(Arc::strong_count, 1) {
-            Ok(Recycled(record))
-        } else {
-            Err(record)
+    pub(crate) fn new(mut record: Arc<Record>) -> Result<Recycled, Arc<Record>> {
+        if Arc::get_mut(&mut record).is_none() {
+            return Err(record);
         }
+        Ok(Recycled(record))
     }
 
     /// Lets go of one subscription's hold on `record` (the publisher set
@@ -151,7 +128,12 @@ impl Recycled {
         // everything the others did with the record before their
         // decrement (the load reads the last decrement's value).
         let before = match holders.load(Ordering::Acquire) {
-            1 => 1,
+            1 => {
+                // What the decrement would have left, for a hold no one
+                // counted (a replay's), without the read-modify-write.
+                holders.store(0, Ordering::Relaxed);
+                1
+            }
             _ => holders.fetch_sub(1, Ordering::AcqRel),
         };
         if before & JOURNALED != 0 {
@@ -195,12 +177,11 @@ impl Recycled {
     /// The record, exclusively.
     fn record_mut(&mut self) -> &mut Record {
         // SAFETY: `self.0` is the only reference to the record (the type's
-        // invariant, checked in `new` as `Arc::get_mut` checks it, the
-        // type's docs), so no other reference can observe this exclusive
-        // borrow, which lives no longer than the borrow of `self` (nothing
-        // can clone or lend the `Arc` meanwhile). `Arc::as_ptr` points into
-        // the allocation the `Arc` owns, and `Arc::get_mut` would hand out
-        // the same place.
+        // invariant, checked by `Arc::get_mut` in `new`), so no other
+        // reference can observe this exclusive borrow, which lives no
+        // longer than the borrow of `self` (nothing can clone or lend the
+        // `Arc` meanwhile). `Arc::as_ptr` points into the allocation the
+        // `Arc` owns, and `Arc::get_mut` would hand out the same place.
         unsafe { &mut *Arc::as_ptr(&self.0).cast_mut() }
     }
 }
@@ -634,30 +615,58 @@ mod tests {
         assert!(Recycled::new(only).is_ok());
     }
 
-    /// The three loads' argument (`Recycled`'s docs) against a `Weak` that
-    /// another thread upgrades, uses and drops, with its `Arc`, while the
-    /// record is checked: once it is proved unique, the rewrite must not
-    /// race the other thread's read (Miri's race detector watches it).
+    /// A thread that never lets go of a record but holds it as a `Weak`
+    /// and as an `Arc` in turn (upgrade, drop the `Weak`, downgrade the
+    /// upgrade, drop the `Arc`) must never let it read as unique: loads of
+    /// the counts did (a review's test, which this is), `Arc::get_mut`'s
+    /// lock does not. Bounded by tries, not time.
     #[test]
-    fn a_record_is_not_proved_unique_while_an_upgraded_weak_lives() {
+    fn a_weak_cycled_through_upgrades_never_reads_as_unique() {
+        use crate::sync::AtomicBool;
+        const TRIES: usize = if cfg!(miri) { 200 } else { 200_000 };
         let mut record = record();
-        let seq = record.seq();
         let weak = Arc::downgrade(&record);
-        let reader = crate::sync::thread::spawn(move || {
-            let upgraded = weak.upgrade().expect("the record is alive");
-            drop(weak);
-            upgraded.seq()
-        });
-        let recycled = loop {
-            match Recycled::new(record) {
-                Ok(recycled) => break recycled,
-                Err(back) => record = back,
+        let (stop, cycling) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let cycler = crate::sync::thread::spawn({
+            let (stop, cycling) = (Arc::clone(&stop), Arc::clone(&cycling));
+            move || {
+                let mut weak = weak;
+                let mut rounds = 0u32;
+                cycling.store(true, Ordering::Relaxed);
+                while !stop.load(Ordering::Relaxed) {
+                    let strong = weak.upgrade().expect("the test holds the record");
+                    drop(weak);
+                    (0..rounds % 7).for_each(|_| std::hint::spin_loop());
+                    weak = Arc::downgrade(&strong);
+                    drop(strong);
+                    (0..rounds % 5).for_each(|_| std::hint::spin_loop());
+                    rounds = rounds.wrapping_add(1);
+                }
+                weak.upgrade().is_some()
             }
+        });
+        while !cycling.load(Ordering::Relaxed) {
             std::hint::spin_loop();
-        };
-        let rewritten = recycled.reuse(|r| produce::set_seq(r, 8));
-        assert_eq!(reader.join().unwrap(), seq);
-        assert_eq!(rewritten.seq(), 8);
+        }
+        let mut proved = 0;
+        for _ in 0..TRIES {
+            record = match Recycled::new(record) {
+                Ok(recycled) => {
+                    proved += 1;
+                    recycled.0
+                }
+                Err(back) => back,
+            };
+        }
+        stop.store(true, Ordering::Relaxed);
+        assert!(
+            cycler.join().unwrap(),
+            "the cycler held the record to the end"
+        );
+        assert_eq!(proved, 0, "proved unique while the cycler held it");
     }
 
     #[test]

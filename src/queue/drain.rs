@@ -138,6 +138,7 @@ impl Drain {
         }
         self.refresh(queue);
         let before = batch.len();
+        self.taker.rebuilt = 0;
         merge(
             &self.lanes,
             &queue.shared,
@@ -162,7 +163,6 @@ impl Drain {
                 }
             }
         }
-        self.taker.rebuilt = 0;
         self.forget_finished(queue);
         batch.len() - before
     }
