@@ -124,9 +124,10 @@
 //! record is built. On x86-64 Linux, when the CPU's time-stamp counter is
 //! invariant and the kernel's clock source is that counter (`tsc`), logbus
 //! reads the raw counter there (about 10 ns, against 35 ns for
-//! `SystemTime::now()`) and the record converts it to the wall clock when
-//! its time is first read, usually by the worker rendering it; the first
-//! conversion is kept, so every output shows the same time. The conversion
+//! `SystemTime::now()`) and the record converts it to the wall clock on
+//! the worker, as it takes the record (or, for a record that travels
+//! shared, when its time is first read); the first conversion is kept, so
+//! every output shows the same time. The conversion
 //! is within about 0.1 µs of what `SystemTime::now()` would have read on
 //! the caller's thread, for a record first read within a second or so of
 //! its stamp (about 0.05 µs more per further second). What can make it

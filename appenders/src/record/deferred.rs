@@ -1,8 +1,10 @@
 //! A message the caller did not format: its call site's format string,
 //! read at compile time (a `&'static` [`Template`]), and copies of its
-//! arguments, formatted on a worker: at once, by the worker that rebuilds
-//! the record from its lane's slot (the usual way), or when the message is
-//! first read (a record that travelled shared). logbus's own macros
+//! arguments, formatted at once by the worker that rebuilds the record from
+//! its lane's slot (the usual way), or when the message is first read, on
+//! whichever thread reads it (a record that travelled shared: usually its
+//! worker, or the caller's thread for a predicate, a redaction rewrite or
+//! the journal). logbus's own macros
 //! (`logbus::info!` ...) make such records.
 //!
 //! This file is the storage (kept across a record's reuse, formatted once
