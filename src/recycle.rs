@@ -631,19 +631,18 @@ mod tests {
     #[test]
     fn a_weak_cycled_through_upgrades_never_reads_as_unique() {
         use crate::sync::AtomicBool;
-        use std::sync::atomic::AtomicU32;
-        const ROUNDS: u32 = if cfg!(miri) { 20 } else { 3_000_000 };
+        const ROUNDS: usize = if cfg!(miri) { 20 } else { 3_000_000 };
         let mut record = record();
         let weak = Arc::downgrade(&record);
         let (stop, rounds) = (
             Arc::new(AtomicBool::new(false)),
-            Arc::new(AtomicU32::new(0)),
+            Arc::new(AtomicUsize::new(0)),
         );
         let cycler = crate::sync::thread::spawn({
             let (stop, rounds) = (Arc::clone(&stop), Arc::clone(&rounds));
             move || {
                 let mut weak = weak;
-                let mut round = 0u32;
+                let mut round = 0usize;
                 while !stop.load(Ordering::Relaxed) {
                     let strong = weak.upgrade().expect("the test holds the record");
                     drop(weak);
