@@ -688,6 +688,15 @@ mod tests {
         }
     }
 
+    /// The parts of a deferred call: `template` with `args`, `seq`.
+    fn deferred_parts<'a>(seq: u64, template: &'static Template, args: &'a [Arg]) -> Parts<'a> {
+        Parts {
+            message: "",
+            deferred: Some(DeferredParts { template, args }),
+            ..test_parts(seq, "", thread())
+        }
+    }
+
     /// Puts `item` into a fresh slot and takes it out as its owner would.
     fn round_trip(item: Item<'_>, spares: &mut Spares) -> Arc<Record> {
         let ring = Ring::new(1, true);
@@ -738,14 +747,7 @@ mod tests {
         const PIECES: [Piece; pieces(FORMAT)] = parse(FORMAT);
         static TEMPLATE: Template = Template::new(FORMAT, &PIECES, 2);
         let args = [Arg::U8(1), Arg::U16(2)];
-        let deferred = Parts {
-            message: "",
-            deferred: Some(DeferredParts {
-                template: &TEMPLATE,
-                args: &args,
-            }),
-            ..test_parts(1, "", thread())
-        };
+        let deferred = deferred_parts(1, &TEMPLATE, &args);
         let plain = test_parts(2, "copied", thread());
         let literal = Parts {
             literal: Some("a literal"),
@@ -813,14 +815,7 @@ mod tests {
         const PIECES: [Piece; pieces(FORMAT)] = parse(FORMAT);
         static TEMPLATE: Template = Template::new(FORMAT, &PIECES, 4);
         let args = [Arg::U64(41), Arg::I128(-7), Arg::Char('"'), Arg::F64(2.5)];
-        let parts = Parts {
-            message: "",
-            deferred: Some(DeferredParts {
-                template: &TEMPLATE,
-                args: &args,
-            }),
-            ..test_parts(6, "", thread())
-        };
+        let parts = deferred_parts(6, &TEMPLATE, &args);
         let size = Item::parts(&parts).unwrap().size();
         let text = r#"request 41 served in    -7 us, '"' 2.5"#;
         // A record made of the parts on the caller's side (a push with no
