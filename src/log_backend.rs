@@ -151,9 +151,15 @@ struct CollectKv<'a> {
 }
 
 /// A value's text within the bound (`sanitize.rs`): formatted through
-/// [`Bounded`], so a huge `Display` value is not copied whole.
-fn bounded_text(value: &kv::Value<'_>, max: usize, truncated: &mut bool) -> Value {
-    let mut text = String::new();
+/// [`Bounded`], so a huge `Display` value is not copied whole, into one of
+/// `out`'s spare strings.
+fn bounded_text(
+    out: &mut Record,
+    value: &kv::Value<'_>,
+    max: usize,
+    truncated: &mut bool,
+) -> Value {
+    let mut text = produce::kv_text(out);
     let mut bounded = Bounded::new(&mut text, max);
     let _ = fmt::Write::write_fmt(&mut bounded, format_args!("{value}"));
     *truncated |= bounded.finish();
@@ -163,39 +169,52 @@ fn bounded_text(value: &kv::Value<'_>, max: usize, truncated: &mut bool) -> Valu
 impl<'kvs> VisitSource<'kvs> for CollectKv<'_> {
     fn visit_pair(&mut self, key: kv::Key<'kvs>, value: kv::Value<'kvs>) -> Result<(), kv::Error> {
         let mut owned = OwnedValue {
+            out: &mut *self.out,
             value: Value::Null,
             max: self.max,
             truncated: false,
         };
         if value.visit(&mut owned).is_err() {
-            owned.value = bounded_text(&value, self.max, &mut owned.truncated);
+            owned.value = bounded_text(owned.out, &value, self.max, &mut owned.truncated);
         }
-        self.truncated |= owned.truncated;
+        let (value, truncated) = (owned.value, owned.truncated);
+        self.truncated |= truncated;
         let key = match bound_str(key.as_str(), self.max) {
-            None => Cow::Owned(key.as_str().to_owned()),
+            None => owned_text(self.out, key.as_str()),
             Some(bounded) => {
                 self.truncated = true;
                 Cow::Owned(bounded)
             }
         };
-        produce::push_kv(self.out, key, owned.value);
+        produce::push_kv(self.out, key, value);
         Ok(())
     }
 }
 
-struct OwnedValue {
+/// `text` copied into one of `out`'s spare strings (no allocation while
+/// the spare is long enough).
+fn owned_text(out: &mut Record, text: &str) -> Cow<'static, str> {
+    let mut owned = produce::kv_text(out);
+    owned.push_str(text);
+    Cow::Owned(owned)
+}
+
+/// A visitor turning a `log` value into ours, its text in a spare string of
+/// the record it is for.
+struct OwnedValue<'a> {
+    out: &'a mut Record,
     value: Value,
     max: usize,
     truncated: bool,
 }
 
-impl<'v> VisitValue<'v> for OwnedValue {
+impl<'v> VisitValue<'v> for OwnedValue<'_> {
     fn visit_any(&mut self, value: kv::Value<'_>) -> Result<(), kv::Error> {
         // A structured `:serde` value as JSON (feature `serde`; without it
         // this is `None` and costs nothing), else the value's text.
         self.value = match produce::structured_value(&value, self.max, &mut self.truncated) {
             Some(structured) => structured,
-            None => bounded_text(&value, self.max, &mut self.truncated),
+            None => bounded_text(self.out, &value, self.max, &mut self.truncated),
         };
         Ok(())
     }
@@ -226,13 +245,13 @@ impl<'v> VisitValue<'v> for OwnedValue {
     }
 
     fn visit_str(&mut self, value: &str) -> Result<(), kv::Error> {
-        self.value = Value::Str(Cow::Owned(match bound_str(value, self.max) {
-            None => value.to_owned(),
+        self.value = Value::Str(match bound_str(value, self.max) {
+            None => owned_text(self.out, value),
             Some(bounded) => {
                 self.truncated = true;
-                bounded
+                Cow::Owned(bounded)
             }
-        }));
+        });
         Ok(())
     }
 }

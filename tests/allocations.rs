@@ -1,6 +1,7 @@
 //! A warm log call allocates nothing on the caller's thread, through
 //! `log::info!` (the caller formats into a reused record) and through
-//! `logbus::info!` (deferred: the worker formats), also for two
+//! `logbus::info!` (deferred: the worker formats), with key-values (the
+//! reused record's strings take them), also for two
 //! subscriptions (the parts copied to each), and when the journal
 //! keeps its records (which makes the caller format the message: the
 //! journal counts what it holds). Alone in its test binary: a
@@ -84,6 +85,10 @@ enum Path {
     /// bytes): formatted into the caller's spill buffer, which the record
     /// then takes in exchange for its old one.
     LongLog,
+    /// `log::info!` with key-values (a number, a string and a `Display`
+    /// value): their keys and texts go into strings the reused record kept
+    /// from its last key-values.
+    KeyValues,
 }
 
 /// The workload's call, `i` its number.
@@ -101,6 +106,14 @@ fn call(broker: &Broker, path: Path, i: u64) {
             "request {} served in {} us to a client that sent a header much too long for a slot",
             i,
             i % 1000
+        ),
+        Path::KeyValues => log::info!(
+            logger: broker,
+            target: "app::http",
+            id = i,
+            user = "alice",
+            took:% = format_args!("{} us", i % 1000);
+            "request served"
         ),
     }
 }
@@ -137,7 +150,7 @@ const BURST: u64 = 200;
 #[test]
 fn a_warm_log_call_allocates_nothing_on_the_caller_with_or_without_a_journal() {
     common::enable_all_levels();
-    for path in [Path::Log, Path::Deferred, Path::LongLog] {
+    for path in [Path::Log, Path::Deferred, Path::LongLog, Path::KeyValues] {
         warm_calls_allocate_nothing(path);
     }
 }
@@ -148,7 +161,8 @@ fn warm_calls_allocate_nothing(path: Path) {
     // reads the message); a `log::info!` call always by the caller, into
     // the reused record's buffer. A second subscription makes the call's
     // parts go to both as copies (the direct path's fan-out); not with a
-    // long message, which two subscriptions share as one pooled record, and
+    // long message or key-values, which two subscriptions share as one
+    // pooled record, and
     // whose return to the pool from two workers' part-filled hand-back
     // batches this burst does not cover (24 allocations in 20,000 calls).
     let cases = [
@@ -159,7 +173,7 @@ fn warm_calls_allocate_nothing(path: Path) {
     ];
     let cases = cases
         .into_iter()
-        .filter(|&(_, _, second)| !(second && matches!(path, Path::LongLog)));
+        .filter(|&(_, _, second)| !(second && matches!(path, Path::LongLog | Path::KeyValues)));
     for (journal, predicate, second) in cases {
         let (reader, gate) = reader();
         let mut subscription = Subscription::builder("reader", reader).level(LevelFilter::Trace);

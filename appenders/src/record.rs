@@ -14,6 +14,7 @@ pub use log::Level;
 
 pub(crate) mod deferred;
 mod json;
+mod key_values;
 pub(crate) mod producer;
 mod time;
 
@@ -295,7 +296,9 @@ pub struct Record {
     message: Cow<'static, str>,
     /// See [`producer::holders`].
     holders: Holders,
-    kv: Vec<(Cow<'static, str>, Value)>,
+    /// The key-values, and the strings of a reused record's earlier ones
+    /// (see [`producer::kv_text`]).
+    kv: key_values::KeyValues,
     /// An empty string whose capacity is kept for the next formatted message
     /// when the record is reused (see [`producer::recycle`]).
     spare: String,
@@ -335,7 +338,7 @@ impl fmt::Debug for Record {
             .field("file", &self.file)
             .field("line", &self.line)
             .field("thread", &self.thread)
-            .field("kv", &self.kv)
+            .field("kv", &self.kv.as_slice())
             .field("spare", &self.spare)
             .field("holders", &self.holders)
             .finish()
@@ -367,7 +370,7 @@ impl Record {
             file: None,
             line: None,
             thread: ThreadInfo { id: 0, name: None },
-            kv: Vec::new(),
+            kv: key_values::KeyValues::default(),
             spare: String::new(),
             holders: Holders(AtomicUsize::new(1)),
         }
@@ -483,13 +486,16 @@ impl Record {
     #[must_use]
     #[inline]
     pub fn key_values(&self) -> &[(Cow<'static, str>, Value)] {
-        &self.kv
+        self.kv.as_slice()
     }
 
     /// The first value under `key`, if any.
     #[must_use]
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.kv.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.key_values()
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
     }
 
     /// A rough size of the record in bytes (message plus key-values plus the
@@ -504,7 +510,7 @@ impl Record {
     #[must_use]
     pub fn approx_size(&self) -> usize {
         let kv: usize = self
-            .kv
+            .key_values()
             .iter()
             .map(|(k, v)| {
                 k.len()
@@ -598,7 +604,7 @@ impl RecordBuilder {
     /// Replaces all key-values.
     #[inline]
     pub fn key_values(mut self, kv: Vec<(Cow<'static, str>, Value)>) -> Self {
-        self.record.kv = kv;
+        self.record.kv = key_values::KeyValues::from_vec(kv);
         self
     }
 

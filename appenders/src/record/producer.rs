@@ -19,6 +19,21 @@ use super::{Json, Record, ThreadInfo, Topic, TopicRepr, Value};
 /// huge message gives its buffer back instead of pinning it.
 const MAX_SPARE_CAPACITY: usize = 4096;
 
+/// Most key-value slots a reused record keeps, and the largest capacity of
+/// a key's or a text value's string it keeps for the next ones
+/// ([`kv_text`]).
+const MAX_SPARE_KV: usize = 64;
+const MAX_SPARE_KV_TEXT: usize = 256;
+
+/// An empty string for a key or a text value of `record`'s next key-value:
+/// one its earlier key-values left when it was reused (no allocation while
+/// it has room), or a new one.
+#[must_use]
+#[inline]
+pub fn kv_text(record: &mut Record) -> String {
+    record.kv.take_text()
+}
+
 /// Converts the record's time now, if it is a counter's ticks not converted
 /// yet, and keeps it without the compare-and-swap a first read makes: for a
 /// record no other thread can read yet (a worker's own, rebuilt from a
@@ -52,8 +67,8 @@ pub fn new_record(topic: Topic, seq: u64, stamp: Stamp) -> Record {
 
 /// Turns `record` into a new, empty one on `topic` made at `stamp` (no
 /// message, location, thread or key-values), keeping its allocations (the
-/// message buffer, a deferred message's, and the key-value vector) for
-/// reuse.
+/// message buffer, a deferred message's, the key-value vector and the
+/// key-values' strings, [`kv_text`]) for reuse.
 #[inline]
 pub fn recycle(record: &mut Record, topic: Topic, seq: u64, stamp: Stamp) {
     record.deferred.clear();
@@ -71,10 +86,7 @@ pub fn recycle(record: &mut Record, topic: Topic, seq: u64, stamp: Stamp) {
     record.line = None;
     record.thread = ThreadInfo { id: 0, name: None };
     *record.holders.0.get_mut() = 1;
-    record.kv.clear();
-    if record.kv.capacity() > 64 {
-        record.kv = Vec::new();
-    }
+    record.kv.clear(MAX_SPARE_KV, MAX_SPARE_KV_TEXT);
 }
 
 /// Sets the record's `seq` (a producer that takes it after the message is
@@ -85,7 +97,7 @@ pub fn set_seq(record: &mut Record, seq: u64) {
 }
 
 /// Gives up buffer capacity a record to be retained does not use: the
-/// spare buffer, and a message or key-value buffer much larger than its
+/// spare buffers (the message's and the earlier key-values' strings), and a message or key-value buffer much larger than its
 /// content (a recycled record keeps its longest message's buffer, up to
 /// 4 KiB). logbus' journal counts lengths, so what it keeps must not hold
 /// more. A fresh exact buffer replaces a large one, which is freed whole
@@ -105,9 +117,7 @@ pub fn fit_for_retention(record: &mut Record) {
             *text = text.as_str().to_owned();
         }
     }
-    if record.kv.capacity() > record.kv.len() + 4 {
-        record.kv = record.kv.clone();
-    }
+    record.kv.fit(4);
 }
 
 /// What `record` holds in memory, in bytes: its shared allocation and each
@@ -185,7 +195,8 @@ fn held(record: &Record, deferred: usize) -> usize {
     bytes += cow(&record.message) + alloc(record.spare.capacity()) + deferred;
     bytes += record.module_path.as_ref().map_or(0, cow) + record.file.as_ref().map_or(0, cow);
     bytes += alloc(record.kv.capacity() * std::mem::size_of::<(Cow<'static, str>, Value)>());
-    for (key, value) in &record.kv {
+    // The spare key-values' strings too (`kv_text`).
+    for (key, value) in record.kv.held() {
         bytes += cow(key);
         match value {
             Value::Str(text) => bytes += cow(text),
@@ -271,7 +282,7 @@ pub fn redact_json(json: &Json, secret: &dyn Fn(&str) -> bool, replacement: &str
 /// The key-values, to rewrite values in place (redaction).
 #[inline]
 pub fn key_values_mut(record: &mut Record) -> &mut [(Cow<'static, str>, Value)] {
-    &mut record.kv
+    record.kv.as_mut_slice()
 }
 
 /// Appends one key-value.
@@ -447,8 +458,8 @@ mod tests {
         }
         let mut kv = Record::builder(topic()).kv("k", "v".to_owned()).build();
         message(&mut kv, "with a key-value");
-        kv.kv.clear();
-        shapes.push(("key-value slots, emptied", kv));
+        kv.kv.clear(MAX_SPARE_KV, MAX_SPARE_KV_TEXT);
+        shapes.push(("key-value slots, emptied, their strings kept", kv));
         let mut located = Record::builder(topic()).build();
         set_location(
             &mut located,
@@ -643,10 +654,7 @@ fn fill_parts(record: &mut Record, parts: &Parts<'_>, format_now: bool) {
     record.line = parts.line;
     record.thread = parts.thread;
     *record.holders.0.get_mut() = 1;
-    record.kv.clear();
-    if record.kv.capacity() > 64 {
-        record.kv = Vec::new();
-    }
+    record.kv.clear(MAX_SPARE_KV, MAX_SPARE_KV_TEXT);
 }
 
 /// [`Record::approx_size`] of the record whose message is `message_len`
