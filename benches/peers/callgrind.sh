@@ -13,7 +13,7 @@
 #   BIN=path/to/logbus-peers benches/peers/callgrind.sh   (another build, e.g. a base's)
 #   SCOPE=call benches/peers/callgrind.sh logbus-macro   (the whole call: the
 #       call site's own code and the `log` crate's part too, through the
-#       harness's `call_log`/`call_macro`; logbus loggers only)
+#       harness's `call_log`/`call_macro`/`call_kv`; logbus loggers only)
 #
 # Needs valgrind (apt-get install valgrind) and python3.
 set -euo pipefail
@@ -36,7 +36,7 @@ case "${SCOPE:-backend}" in
     "--toggle-collect=logbus::log_backend::<impl logbus::broker::BrokerShared>::log"
     "--toggle-collect=logbus::__private::log_deferred"
   ) ;;
-  call) toggles=("--toggle-collect=logbus_peers::call_log" "--toggle-collect=logbus_peers::call_macro") ;;
+  call) toggles=("--toggle-collect=logbus_peers::call_log" "--toggle-collect=logbus_peers::call_macro" "--toggle-collect=logbus_peers::call_kv") ;;
   *) echo "SCOPE is backend or call" >&2; exit 2 ;;
 esac
 

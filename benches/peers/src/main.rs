@@ -66,6 +66,7 @@ const LOGGERS: &[&str] = &[
     "logbus-block",
     "logbus-macro",
     "logbus-journal",
+    "logbus-kv",
     "logbus-redact",
     "logbus-3",
     "logbus-3-block",
@@ -533,11 +534,19 @@ fn floor_bufwriter(a: &Args) -> Outcome {
 enum Call {
     Log,
     Macro,
+    /// `log::info!` with two key-values (a text and a number) after the
+    /// workload's message (`logbus-kv`).
+    KeyValues,
 }
 
 #[inline(never)]
 fn call_log(i: u64) {
     log::info!(target: TARGET, "request {} served in {} us", i, i % 1000);
+}
+
+#[inline(never)]
+fn call_kv(i: u64) {
+    log::info!(target: TARGET, user = "alice", took_us = i % 1000; "request {} served in {} us", i, i % 1000);
 }
 
 #[inline(never)]
@@ -584,6 +593,7 @@ fn logbus(a: &Args, block: bool, journal: bool, redact: bool, files: usize, call
     let (lat, start) = match call {
         Call::Log => drive(a.threads, a.records, call_log),
         Call::Macro => drive(a.threads, a.records, call_macro),
+        Call::KeyValues => drive(a.threads, a.records, call_kv),
     };
     let report = guard.shutdown();
     let end = done();
@@ -888,6 +898,10 @@ fn main() {
         // As logbus-block, through `logbus::info!`.
         "logbus-macro" => logbus(&args, true, false, false, 1, Call::Macro),
         "logbus-journal" => logbus(&args, false, true, false, 1, Call::Log),
+        // As logbus-block, with two key-values (` user=alice took_us=N`
+        // after the message): a record with key-values is built on the
+        // caller's thread and shared, not copied into a lane's slot.
+        "logbus-kv" => logbus(&args, true, false, false, 1, Call::KeyValues),
         "logbus-redact" => logbus(&args, false, false, true, 1, Call::Log),
         "logbus-3" => logbus(&args, false, false, false, 3, Call::Log),
         // As logbus-3 with `Block`: no eviction, so its instructions
