@@ -26,6 +26,7 @@
 
 use logbus_appenders::{__private_api as produce, Record};
 
+use super::budget::Budget;
 use super::lane::{Lane, Taker};
 use super::shared::SharedChannel;
 use super::waker::{self, Work};
@@ -41,13 +42,15 @@ pub(crate) trait Source {
     /// Takes up to `max` of the oldest records whose `seq` is below `limit`
     /// into `out`; returns how many (0 if the oldest is not below `limit`).
     /// A record that travelled as parts is rebuilt in one of `taker`'s
-    /// spares.
+    /// spares. The records' sizes go back to `bytes`, the queue's byte
+    /// bound if it has one, as they leave the source.
     fn take_below(
         &self,
         limit: u64,
         max: usize,
         out: &mut Vec<Arc<Record>>,
         taker: &mut Taker,
+        bytes: Option<&Budget>,
     ) -> usize;
 }
 
@@ -62,8 +65,9 @@ impl Source for Lane {
         max: usize,
         out: &mut Vec<Arc<Record>>,
         taker: &mut Taker,
+        bytes: Option<&Budget>,
     ) -> usize {
-        Lane::take_below(self, limit, max, out, taker)
+        Lane::take_below(self, limit, max, out, taker, bytes)
     }
 }
 
@@ -115,8 +119,10 @@ impl Drain {
 
     /// Takes queued records into `batch` until it holds `max`, from every
     /// source merged in `seq` order; returns how many it added. Their bytes
-    /// leave the byte budget, and the worker's thread notes that it took
-    /// them (`clock::note_taken`). Forgets the lanes it finds finished.
+    /// leave the byte budget as each source gives them up (before a record
+    /// that travelled as parts is rebuilt), and the worker's thread notes
+    /// that it took them (`clock::note_taken`). Forgets the lanes it finds
+    /// finished.
     pub(crate) fn take_batch(
         &mut self,
         queue: &Queue,
@@ -147,10 +153,8 @@ impl Drain {
             max,
             &mut self.taker,
             &mut self.newest,
+            queue.bytes.as_ref(),
         );
-        for record in &batch[before..] {
-            queue.release_bytes(record);
-        }
         if batch.len() > before {
             crate::clock::note_taken();
             // After the note, as a render of them would, but without a
@@ -248,7 +252,9 @@ impl Drain {
 }
 
 /// Fills `batch` up to `max` from the lanes and the shared channel, merged
-/// in `seq` order (see the module docs). `heads` is scratch space.
+/// in `seq` order (see the module docs), giving their sizes back to
+/// `bytes`. `heads` is scratch space.
+#[allow(clippy::too_many_arguments)]
 fn merge(
     lanes: &[Arc<Lane>],
     shared: &SharedChannel,
@@ -257,6 +263,7 @@ fn merge(
     max: usize,
     taker: &mut Taker,
     newest: &mut Option<u64>,
+    bytes: Option<&Budget>,
 ) {
     let source = |i: usize| -> &dyn Source {
         match lanes.get(i) {
@@ -265,7 +272,14 @@ fn merge(
         }
     };
     if let ([only], 0) = (lanes, shared.len()) {
-        if only.take_below(u64::MAX, max.saturating_sub(batch.len()), batch, taker) > 0 {
+        if only.take_below(
+            u64::MAX,
+            max.saturating_sub(batch.len()),
+            batch,
+            taker,
+            bytes,
+        ) > 0
+        {
             note_newest(newest, batch);
         }
         return;
@@ -298,7 +312,8 @@ fn merge(
         let now = source(i).peek_seq();
         if now == Some(low) {
             // Seqs are unique; should two heads tie, take one of them.
-            if source(i).take_below(next.max(low + 1), max - batch.len(), batch, taker) > 0 {
+            let limit = next.max(low + 1);
+            if source(i).take_below(limit, max - batch.len(), batch, taker, bytes) > 0 {
                 note_newest(newest, batch);
             }
         }

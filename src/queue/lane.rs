@@ -248,22 +248,25 @@ impl Lane {
     /// side); returns how many.
     #[cfg(test)]
     pub(crate) fn take(&self, max: usize, out: &mut Vec<Arc<Record>>) -> usize {
-        self.take_below(u64::MAX, max, out, &mut Taker::default())
+        self.take_below(u64::MAX, max, out, &mut Taker::default(), None)
     }
 
     /// Takes up to `max` of the oldest records whose `seq` is below `limit`
     /// into `out`; returns how many (0 if the oldest is not below `limit`:
     /// the merge then reads the lane's head again, which has moved). A
     /// record that travelled as parts is rebuilt in one of `taker`'s
-    /// spares. A reading of `taker`'s buffer left from an earlier take is
-    /// overwritten before it is read, in the parts that are read: the
-    /// rest is bytes of an older reading, which nothing reads.
+    /// spares. The records' places go back to the lane's budget, and their
+    /// sizes to `bytes` (the queue's byte bound, if it has one), as soon as
+    /// they are taken. A reading of `taker`'s buffer left from an earlier
+    /// take is overwritten before it is read, in the parts that are read:
+    /// the rest is bytes of an older reading, which nothing reads.
     pub(crate) fn take_below(
         &self,
         limit: u64,
         max: usize,
         out: &mut Vec<Arc<Record>>,
         taker: &mut Taker,
+        bytes: Option<&Budget>,
     ) -> usize {
         let Taker {
             spares,
@@ -302,10 +305,22 @@ impl Lane {
                 // read may be stale. Forget it and read again.
                 continue;
             }
-            // The records are ours and out of the queue: their places go
-            // back before they are rebuilt (a deferred message is
-            // formatted as it is), for a publisher that waits for one.
+            // The records are ours and out of the queue: their places and
+            // bytes go back before they are rebuilt (a deferred message is
+            // formatted as it is: a run of long ones takes milliseconds),
+            // for a publisher that waits for one, or a byte-bounded queue
+            // that would drop a record for want of them.
             self.budget.release(n);
+            if let Some(bytes) = bytes {
+                // SAFETY: as for `take` below: our CAS made us the owner of
+                // each slot's record.
+                bytes.release(
+                    run[..n]
+                        .iter()
+                        .map(|reading| unsafe { reading.size() })
+                        .sum(),
+                );
+            }
             for reading in &run[..n] {
                 *rebuilt += usize::from(!reading.is_shared());
                 // SAFETY: our CAS moved `head` past each slot's index after
@@ -631,6 +646,45 @@ mod tests {
         assert_eq!(budget.reserve_chunk(), 0);
     }
 
+    /// A take gives the records' bytes back itself, at its
+    /// compare-and-swap, before it rebuilds them: a byte-bounded queue does
+    /// not wait for the rebuild (a run of long deferred messages, each
+    /// formatted as it is rebuilt, took milliseconds).
+    #[test]
+    fn a_take_gives_back_the_bytes_of_what_it_takes() {
+        use crate::queue::{test_parts, Item};
+        let bytes = Budget::new(1 << 20);
+        let (lane, mut p) = Lane::create(8, Arc::new(Budget::new(8)), true);
+        let thread = lane.thread;
+        let parts: Vec<_> = (0..3)
+            .map(|seq| test_parts(seq, "a message in the slot", thread))
+            .collect();
+        let mut push = |item: Item<'_>| {
+            assert!(bytes.try_take(item.size()));
+            p.try_push(item).unwrap();
+        };
+        push(Item::parts(&parts[0]).unwrap());
+        push(Item::Shared(Arc::new(
+            Record::builder(parts[1].topic.topic().clone())
+                .seq(1)
+                .message("x".repeat(1000))
+                .build(),
+        )));
+        push(Item::parts(&parts[2]).unwrap());
+        assert!(bytes.used() > 1000);
+        let mut out = Vec::new();
+        let taker = &mut Taker::default();
+        assert_eq!(lane.take_below(2, 10, &mut out, taker, Some(&bytes)), 2);
+        let left = Item::parts(&parts[2]).unwrap().size();
+        assert_eq!(bytes.used(), left, "only the record left behind's");
+        assert_eq!(
+            lane.take_below(u64::MAX, 10, &mut out, taker, Some(&bytes)),
+            1
+        );
+        assert_eq!(bytes.used(), 0);
+        assert_eq!(seqs(&out), [0, 1, 2]);
+    }
+
     #[test]
     fn a_take_below_a_limit_takes_nothing_at_or_above_it() {
         let (lane, mut p) = Lane::create(4, Arc::new(Budget::new(4)), false);
@@ -640,8 +694,8 @@ mod tests {
         // The first record too: the merge relies on it (a head that moved
         // under it must not overtake another source's older record).
         let taker = &mut Taker::default();
-        assert_eq!(lane.take_below(5, 10, &mut out, taker), 0);
-        assert_eq!(lane.take_below(9, 10, &mut out, taker), 1);
+        assert_eq!(lane.take_below(5, 10, &mut out, taker, None), 0);
+        assert_eq!(lane.take_below(9, 10, &mut out, taker, None), 1);
         assert_eq!(lane.peek_seq(), Some(9));
         assert!(lane.evict_head_below(9).is_none());
         assert_eq!(lane.evict_head_below(10).map(|e| e.seq), Some(9));
@@ -750,5 +804,88 @@ mod tests {
         let mut all: Vec<u64> = taken.iter().chain(&evicted).copied().collect();
         all.sort_unstable();
         assert_eq!(all, (0..total).collect::<Vec<_>>());
+    }
+
+    /// A producer pushing every kind of item (plain, shared, deferred,
+    /// literal), reserving its bytes, and evicting its own oldest when the
+    /// lane is full (giving back what the evicted counted), races a taker
+    /// that gives bytes back as it takes: every byte comes back once (a
+    /// review's test).
+    #[test]
+    fn racing_pushes_evictions_and_takes_give_every_byte_back_once() {
+        use crate::queue::{test_parts, Item};
+        use logbus_appenders::__private_api::{parse, pieces, Arg, DeferredParts, Piece, Template};
+        const FORMAT: &str = "{:>90} {}";
+        const PIECES: [Piece; pieces(FORMAT)] = parse(FORMAT);
+        static TEMPLATE: Template = Template::new(FORMAT, &PIECES, 2);
+        const LIT: &str = "a literal longer than a slot holds, which travels as its pointer!!";
+        let total: u64 = if cfg!(miri) { 200 } else { 50_000 };
+        let bytes = Arc::new(Budget::new(usize::MAX / 2));
+        let (lane, mut p) = Lane::create(8, Arc::new(Budget::new(8)), true);
+        let own = Arc::clone(&lane);
+        let pbytes = Arc::clone(&bytes);
+        let producer = crate::sync::thread::spawn(move || {
+            let mut evicted = 0u64;
+            for i in 0..total {
+                let text = format!("m {i}");
+                let mut parts = test_parts(i, &text, own.thread());
+                let args = [Arg::U64(i), Arg::I128(-i128::from(i))];
+                match i % 4 {
+                    2 => {
+                        parts.message = "";
+                        parts.deferred = Some(DeferredParts {
+                            template: &TEMPLATE,
+                            args: &args,
+                        });
+                    }
+                    3 => {
+                        parts.message = LIT;
+                        parts.literal = Some(LIT);
+                    }
+                    _ => {}
+                }
+                let mut item = if i % 4 == 1 {
+                    Item::Shared(Arc::new(
+                        Record::builder(parts.topic.topic())
+                            .seq(i)
+                            .message("z".repeat((i % 300) as usize))
+                            .build(),
+                    ))
+                } else {
+                    Item::parts(&parts).unwrap()
+                };
+                assert!(pbytes.try_take(item.size()));
+                loop {
+                    match p.try_push(item) {
+                        Ok(()) => break,
+                        Err(back) => {
+                            item = back;
+                            if let Some(old) = own.evict_head_below(u64::MAX) {
+                                p.adopt_place();
+                                pbytes.release(old.size());
+                                evicted += 1;
+                            }
+                        }
+                    }
+                }
+            }
+            evicted
+        });
+        let mut taken = 0u64;
+        let mut out = Vec::new();
+        let taker = &mut Taker::default();
+        loop {
+            out.clear();
+            taken += lane.take_below(u64::MAX, 5, &mut out, taker, Some(&bytes)) as u64;
+            if out.is_empty() && lane.is_finished() {
+                break;
+            }
+            if out.is_empty() {
+                crate::sync::thread::yield_now();
+            }
+        }
+        let evicted = producer.join().unwrap();
+        assert_eq!(taken + evicted, total);
+        assert_eq!(bytes.used(), 0);
     }
 }

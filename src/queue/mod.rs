@@ -55,6 +55,8 @@
 //! refuses the new record. An evicted record's place passes to its evictor;
 //! the places a push took over and did not use go back to the budget, so
 //! a thread that evicted many for one large record holds none of them after.
+//! A take gives its records' bytes back as they leave their source, before
+//! the worker rebuilds them (`Lane::take_below`).
 //!
 //! Control messages (flush, shutdown) never travel through the queue (they
 //! have their own channel, see `subscription`), so eviction cannot lose
@@ -749,13 +751,6 @@ impl Queue {
             counters.record_drops(1);
         }
         fits
-    }
-
-    /// Gives back the bytes of a record the drain took.
-    fn release_bytes(&self, record: &Record) {
-        if let Some(bytes) = &self.bytes {
-            bytes.release(record.approx_size());
-        }
     }
 }
 

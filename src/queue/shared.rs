@@ -117,6 +117,7 @@ impl Source for SharedChannel {
         max: usize,
         out: &mut Vec<Arc<Record>>,
         _: &mut Taker,
+        bytes: Option<&Budget>,
     ) -> usize {
         if self.len() == 0 {
             return 0;
@@ -131,6 +132,14 @@ impl Source for SharedChannel {
         self.len.fetch_sub(taken, Ordering::Relaxed);
         drop(state);
         self.budget.release(taken);
+        if let Some(bytes) = bytes {
+            bytes.release(
+                out[out.len() - taken..]
+                    .iter()
+                    .map(|r| r.approx_size())
+                    .sum(),
+            );
+        }
         taken
     }
 }
@@ -160,11 +169,11 @@ mod tests {
         assert_eq!((channel.head(), channel.tail(), channel.len()), (1, 3, 2));
         let mut out = Vec::new();
         assert_eq!(
-            channel.take_below(2, 10, &mut out, &mut Taker::default()),
+            channel.take_below(2, 10, &mut out, &mut Taker::default(), None),
             1
         );
         assert_eq!(
-            channel.take_below(u64::MAX, 10, &mut out, &mut Taker::default()),
+            channel.take_below(u64::MAX, 10, &mut out, &mut Taker::default(), None),
             1
         );
         assert_eq!(out.iter().map(|r| r.seq()).collect::<Vec<_>>(), [1, 2]);

@@ -39,7 +39,8 @@
 //!
 //! Nothing read from a slot is dereferenced or trusted before that
 //! compare-and-swap succeeded ([`Reading`] holds only integers and raw
-//! pointers until [`Reading::take`], which is `unsafe` for that reason).
+//! pointers until [`Reading::take`] or [`Reading::size`], which are
+//! `unsafe` for that reason).
 
 use logbus_appenders::__private_api::{
     self as produce, Arg, DeferredParts, Parts, Stamp, StaticTopic, Template,
@@ -638,6 +639,27 @@ impl Reading {
         }
     }
 
+    /// What the record counts in a byte budget (`Record::approx_size`, as
+    /// its push counted it, `Item::size`), for a taker that gives its bytes
+    /// back before it rebuilds the record.
+    ///
+    /// # Safety
+    ///
+    /// As for [`take`](Reading::take), and before it: a shared record's
+    /// count is still the reading's, not yet turned back into an `Arc`. A
+    /// reading by `Slot::read_into` holds every field [`evicted`](Reading::evicted)
+    /// reads (a literal's length, a deferred message's template and words).
+    pub(super) unsafe fn size(&self) -> usize {
+        if self.meta & SHARED != 0 {
+            // SAFETY: `ptr` came from `Arc::into_raw` in `Slot::put`, and
+            // we own that count (the contract), so the record is alive.
+            return unsafe { &*self.ptr.cast_const().cast::<Record>() }.approx_size();
+        }
+        // SAFETY: as for `evicted` (the same contract). A reading of parts
+        // owns nothing to let go of: this is a copy's work, not a take.
+        unsafe { self.evicted(self.seq) }.size()
+    }
+
     /// The record an evictor took ownership of.
     ///
     /// # Safety
@@ -737,6 +759,53 @@ mod tests {
             assert!(record.key_values().is_empty());
             assert_eq!(record.approx_size(), Item::parts(&parts).unwrap().size());
         }
+    }
+
+    /// A taker gives a record's bytes back from its reading, before it
+    /// rebuilds the record: the reading counts what the push counted, for
+    /// every kind of item.
+    #[test]
+    fn a_reading_counts_the_bytes_its_push_counted() {
+        use logbus_appenders::__private_api::{parse, pieces, Piece};
+        const FORMAT: &str = "{:>300} and {}";
+        const PIECES: [Piece; pieces(FORMAT)] = parse(FORMAT);
+        static TEMPLATE: Template = Template::new(FORMAT, &PIECES, 2);
+        let args = [Arg::U64(7), Arg::I32(-1)];
+        let deferred = deferred_parts(1, &TEMPLATE, &args);
+        let plain = test_parts(2, "copied into the slot", thread());
+        const LITERAL: &str = "a literal longer than a slot holds, which travels as its pointer";
+        let literal = Parts {
+            literal: Some(LITERAL),
+            ..test_parts(3, LITERAL, thread())
+        };
+        let shared = || Item::Shared(Arc::new(record_of(&plain, produce::set_parts)));
+        let items = [
+            Item::parts(&deferred).unwrap(),
+            Item::parts(&plain).unwrap(),
+            Item::parts(&literal).unwrap(),
+            shared(),
+        ];
+        for (i, item) in items.into_iter().enumerate() {
+            let pushed = item.size();
+            let ring = Ring::new(1, true);
+            ring.put(0, item);
+            let mut reading = Reading::EMPTY;
+            ring.read_into(0, &mut reading);
+            // SAFETY: no one else reads or writes the slot, and it was put;
+            // the record is then taken, once.
+            let (size, record) = unsafe {
+                (
+                    reading.size(),
+                    reading.take(thread(), &mut Spares::default()),
+                )
+            };
+            assert_eq!(size, pushed, "item {i}");
+            assert_eq!(record.approx_size(), pushed, "item {i}");
+        }
+        assert!(
+            Item::parts(&deferred).unwrap().size() > 300,
+            "the padding counts"
+        );
     }
 
     #[test]
