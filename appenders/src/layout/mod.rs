@@ -281,6 +281,12 @@ fn render_kv(record: &Record, out: &mut Vec<u8>, multiline: MultilineMode) {
             // Compact JSON has no raw control characters; escaped all the
             // same, as every text output is.
             Value::Json(json) => escape_into(json.as_str(), out, MultilineMode::Escape),
+            // Integers and the rest as `Value`'s `Display` writes them,
+            // integers without `core::fmt` (about 300 instructions each).
+            Value::U64(v) => out.extend_from_slice(itoa::Buffer::new().format(*v).as_bytes()),
+            Value::I64(v) => out.extend_from_slice(itoa::Buffer::new().format(*v).as_bytes()),
+            Value::Bool(v) => out.extend_from_slice(if *v { b"true" } else { b"false" }),
+            Value::Null => out.extend_from_slice(b"null"),
             other => {
                 let _ = write!(out, "{other}");
             }
