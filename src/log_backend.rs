@@ -12,20 +12,35 @@ use std::fmt;
 use std::panic::Location;
 use std::time::Duration;
 
-use log::kv::{self, VisitSource, VisitValue};
 use logbus_appenders::__private_api::{self as produce, Arg, Template};
-use logbus_appenders::{Record, Value};
+use logbus_appenders::Record;
 
 use crate::broker::{Broker, BrokerHandle, BrokerShared, Make, Text};
+use crate::queue::INLINE_TEXT;
 use crate::sanitize::{bound_str, Bounded, Intake, SlotText};
 use crate::stats::{Counters, ShutdownReport};
 use crate::sync::{AtomicU64, OnceLock, Ordering};
 use crate::thread_role::{self, RoutingGuard};
 
+mod kv;
+
+use self::kv::{collect_kv, SlotKv};
+
 /// Fills `out` (fresh or recycled, already carrying topic, seq and time)
 /// from the `log` crate's record, within the size bound, then redacts it
 /// (`sanitize.rs`). Returns whether the bound cut something.
 pub(crate) fn fill(out: &mut Record, record: &log::Record<'_>, intake: &Intake) -> bool {
+    fill_with(out, record, intake, None)
+}
+
+/// [`fill`], the key-values from `kv` if the direct path packed them
+/// (`SlotKv::collect`).
+fn fill_with(
+    out: &mut Record,
+    record: &log::Record<'_>,
+    intake: &Intake,
+    kv: Option<&mut SlotKv>,
+) -> bool {
     let args = record.args();
     let max = intake.max_bytes;
     let mut truncated = match args.as_str() {
@@ -63,16 +78,10 @@ pub(crate) fn fill(out: &mut Record, record: &log::Record<'_>, intake: &Intake) 
         .map(Cow::Borrowed)
         .or_else(|| record.file().map(|f| Cow::Owned(f.to_owned())));
     locate(out, module_path, file, record.line());
-    let source = record.key_values();
-    if source.count() > 0 {
-        let mut collect = CollectKv {
-            out: &mut *out,
-            max,
-            truncated: false,
-        };
-        let _ = source.visit(&mut collect);
-        truncated |= collect.truncated;
-    }
+    truncated |= match kv {
+        Some(kv) => kv.collect(out, record, max),
+        None => collect_kv(out, record, max),
+    };
     truncated |= redact(out, intake);
     truncated
 }
@@ -144,118 +153,6 @@ pub(crate) fn installed() -> Option<&'static BrokerShared> {
     INSTALLED.get().copied()
 }
 
-struct CollectKv<'a> {
-    out: &'a mut Record,
-    max: usize,
-    truncated: bool,
-}
-
-/// A value's text within the bound (`sanitize.rs`): formatted through
-/// [`Bounded`], so a huge `Display` value is not copied whole, into one of
-/// `out`'s spare strings.
-fn bounded_text(
-    out: &mut Record,
-    value: &kv::Value<'_>,
-    max: usize,
-    truncated: &mut bool,
-) -> Value {
-    let mut text = produce::kv_text(out);
-    let mut bounded = Bounded::new(&mut text, max);
-    let _ = fmt::Write::write_fmt(&mut bounded, format_args!("{value}"));
-    *truncated |= bounded.finish();
-    Value::Str(Cow::Owned(text))
-}
-
-impl<'kvs> VisitSource<'kvs> for CollectKv<'_> {
-    fn visit_pair(&mut self, key: kv::Key<'kvs>, value: kv::Value<'kvs>) -> Result<(), kv::Error> {
-        let mut owned = OwnedValue {
-            out: &mut *self.out,
-            value: Value::Null,
-            max: self.max,
-            truncated: false,
-        };
-        if value.visit(&mut owned).is_err() {
-            owned.value = bounded_text(owned.out, &value, self.max, &mut owned.truncated);
-        }
-        let (value, truncated) = (owned.value, owned.truncated);
-        self.truncated |= truncated;
-        let key = match bound_str(key.as_str(), self.max) {
-            None => owned_text(self.out, key.as_str()),
-            Some(bounded) => {
-                self.truncated = true;
-                Cow::Owned(bounded)
-            }
-        };
-        produce::push_kv(self.out, key, value);
-        Ok(())
-    }
-}
-
-/// `text` copied into one of `out`'s spare strings (no allocation while
-/// the spare is long enough).
-fn owned_text(out: &mut Record, text: &str) -> Cow<'static, str> {
-    let mut owned = produce::kv_text(out);
-    owned.push_str(text);
-    Cow::Owned(owned)
-}
-
-/// A visitor turning a `log` value into ours, its text in a spare string of
-/// the record it is for.
-struct OwnedValue<'a> {
-    out: &'a mut Record,
-    value: Value,
-    max: usize,
-    truncated: bool,
-}
-
-impl<'v> VisitValue<'v> for OwnedValue<'_> {
-    fn visit_any(&mut self, value: kv::Value<'_>) -> Result<(), kv::Error> {
-        // A structured `:serde` value as JSON (feature `serde`; without it
-        // this is `None` and costs nothing), else the value's text.
-        self.value = match produce::structured_value(&value, self.max, &mut self.truncated) {
-            Some(structured) => structured,
-            None => bounded_text(self.out, &value, self.max, &mut self.truncated),
-        };
-        Ok(())
-    }
-
-    fn visit_null(&mut self) -> Result<(), kv::Error> {
-        self.value = Value::Null;
-        Ok(())
-    }
-
-    fn visit_u64(&mut self, value: u64) -> Result<(), kv::Error> {
-        self.value = Value::U64(value);
-        Ok(())
-    }
-
-    fn visit_i64(&mut self, value: i64) -> Result<(), kv::Error> {
-        self.value = Value::I64(value);
-        Ok(())
-    }
-
-    fn visit_f64(&mut self, value: f64) -> Result<(), kv::Error> {
-        self.value = Value::F64(value);
-        Ok(())
-    }
-
-    fn visit_bool(&mut self, value: bool) -> Result<(), kv::Error> {
-        self.value = Value::Bool(value);
-        Ok(())
-    }
-
-    fn visit_str(&mut self, value: &str) -> Result<(), kv::Error> {
-        self.value = Value::Str(match bound_str(value, self.max) {
-            None => owned_text(self.out, value),
-            Some(bounded) => {
-                self.truncated = true;
-                Cow::Owned(bounded)
-            }
-        });
-        Ok(())
-    }
-}
-
 thread_local! {
     /// The direct path's buffer for a message longer than a slot: it
     /// becomes the record's message (swapped with the record's old buffer,
@@ -290,6 +187,7 @@ impl Make for DeferredCall<'_> {
             module_path: Some(self.site.module_path),
             file: Some(self.loc.file()),
             line: Some(self.loc.line()),
+            kv: Default::default(),
         })
     }
 
@@ -315,11 +213,14 @@ struct Plain<'a, 's> {
     /// Whether `text` formatted the message (into `text`): a second call,
     /// after a re-route, gives that text again.
     formatted: bool,
+    /// The call's key-values packed for the slot, if it has any.
+    kv: Option<&'a mut SlotKv>,
 }
 
 impl Make for Plain<'_, '_> {
     const PLAIN: bool = true;
 
+    #[inline]
     fn text(&mut self) -> Option<Text<'_>> {
         let record = self.record;
         let args = record.args();
@@ -340,6 +241,16 @@ impl Make for Plain<'_, '_> {
                 (self.text.in_slot()?, None)
             }
         };
+        let kv = match &mut self.kv {
+            None => produce::Packed::default(),
+            Some(kv) => {
+                // What the slot's text words hold besides (`queue/slot.rs`):
+                // a literal's length, or the copied message.
+                let used = if literal.is_some() { 8 } else { message.len() };
+                let room = INLINE_TEXT.saturating_sub(used);
+                kv.packed(record, room, self.broker.intake.max_bytes)?
+            }
+        };
         Some(Text {
             message,
             literal,
@@ -347,19 +258,18 @@ impl Make for Plain<'_, '_> {
             module_path: record.module_path_static(),
             file: record.file_static(),
             line: record.line(),
+            kv,
         })
     }
 
     fn fill(self, out: &mut Record) {
         if !self.formatted {
-            if fill(out, self.record, &self.broker.intake) {
+            if fill_with(out, self.record, &self.broker.intake, self.kv) {
                 Counters::add(&self.broker.truncated, 1);
             }
             return;
         }
-        if self.text.finish(produce::message_buffer(out)) {
-            Counters::add(&self.broker.truncated, 1);
-        }
+        let mut truncated = self.text.finish(produce::message_buffer(out));
         let record = self.record;
         locate(
             out,
@@ -367,6 +277,13 @@ impl Make for Plain<'_, '_> {
             record.file_static().map(Cow::Borrowed),
             record.line(),
         );
+        if let Some(kv) = self.kv {
+            truncated |= kv.collect(out, record, self.broker.intake.max_bytes);
+        }
+        // One record cut, however many of its parts were (as `fill`).
+        if truncated {
+            Counters::add(&self.broker.truncated, 1);
+        }
     }
 }
 
@@ -379,9 +296,9 @@ impl BrokerShared {
             return;
         };
         let (level, target) = (record.level(), record.target());
-        // A plain call may take the direct path (`broker/publish/`).
+        // A plain call may take the direct path (`broker/publish/`), its
+        // key-values packed into the slot (`SlotKv`).
         let plain = self.intake.redaction.is_none()
-            && record.key_values().count() == 0
             && (record.module_path_static().is_some() || record.module_path().is_none())
             && (record.file_static().is_some() || record.file().is_none());
         if plain {
@@ -393,11 +310,20 @@ impl BrokerShared {
                     return false;
                 };
                 let mut text = SlotText::new(self.intake.max_bytes, &mut spill);
+                // Made (and zeroed) only for a call with key-values.
+                let mut packed;
+                let kv = if record.key_values().count() > 0 {
+                    packed = SlotKv::new();
+                    Some(&mut packed)
+                } else {
+                    None
+                };
                 let call = Plain {
                     broker: self,
                     record,
                     text: &mut text,
                     formatted: false,
+                    kv,
                 };
                 self.publish_made(level, target, call);
                 true

@@ -215,6 +215,124 @@ fn key_values_arrive_typed() {
     assert!(records[1].key_values().is_empty());
 }
 
+/// Two brokers with a memory subscription each: the first's records take
+/// the direct path; the second's a predicate that takes everything keeps
+/// on the usual path.
+fn direct_and_usual() -> [(logbus::Broker, MemoryHandle); 2] {
+    [false, true].map(|usual| {
+        let broker = common::broker();
+        let (memory, seen) = Memory::new();
+        let mut subscription = Subscription::builder("memory", memory);
+        if usual {
+            subscription = subscription.filter(|_: &Record| true);
+        }
+        broker.subscribe(subscription).unwrap();
+        (broker, seen)
+    })
+}
+
+/// Key-values travel in the slot beside their message on the direct path
+/// (numbers, booleans, texts and none: `produce::Packable`), and come out
+/// as the usual path makes them (a predicate that takes everything keeps
+/// the record there): the same keys, in order, with the same types and
+/// values; a `Display` value, or key-values too long for the slot beside
+/// their message, keep the call on the usual path whole.
+#[test]
+fn the_direct_path_carries_key_values_as_the_usual_path_does() {
+    let [(direct, direct_seen), (usual, usual_seen)] = direct_and_usual();
+    for broker in [&direct, &usual] {
+        let n = std::hint::black_box(42u64);
+        let none: Option<u64> = None;
+        log::info!(logger: broker, target: "app", u = n, i = -3i32, f = 0.1, ok = false, s = "x"; "short {n}");
+        log::info!(logger: broker, target: "app", big = u64::MAX, min = i64::MIN, none = none; "literal");
+        log::info!(logger: broker, target: "app", ключ = "значение ✓", nan = f64::NAN; "short {n}");
+        log::info!(logger: broker, target: "app", shown:% = n, u = n; "a Display value");
+        log::info!(logger: broker, target: "app", long = "a text that does not fit the slot beside the message"; "short {n} and more");
+        log::info!(logger: broker, target: "app", empty = ""; "");
+        broker.flush().unwrap();
+    }
+    let (d, u) = (direct_seen.records(), usual_seen.records());
+    assert_eq!(d.len(), 6);
+    assert_eq!(u.len(), 6);
+    for (d, u) in d.iter().zip(&u) {
+        assert_eq!(d.message(), u.message());
+        assert_eq!(
+            d.key_values().len(),
+            u.key_values().len(),
+            "{}",
+            d.message()
+        );
+        for ((dk, dv), (uk, uv)) in d.key_values().iter().zip(u.key_values()) {
+            assert_eq!(dk, uk);
+            // NaN is not equal to itself: compare the bits.
+            match (dv, uv) {
+                (Value::F64(a), Value::F64(b)) => assert_eq!(a.to_bits(), b.to_bits(), "{dk}"),
+                _ => assert_eq!(dv, uv, "{dk}"),
+            }
+        }
+        assert_eq!(d.approx_size(), u.approx_size(), "{}", d.message());
+    }
+    assert_eq!(d[0].get("i"), Some(&Value::I64(-3)));
+    assert_eq!(d[1].get("big"), Some(&Value::U64(u64::MAX)));
+    assert_eq!(d[1].get("none"), Some(&Value::Null));
+    assert!(matches!(d[3].get("shown"), Some(Value::Str(s)) if s == "42"));
+}
+
+/// A key-value source that goes on after its visitor says stop (`log`'s
+/// `Source` may stop then, need not).
+struct Stubborn<'a>(&'a [(&'static str, log::kv::Value<'a>)]);
+
+impl log::kv::Source for Stubborn<'_> {
+    fn visit<'kvs>(
+        &'kvs self,
+        visitor: &mut dyn log::kv::VisitSource<'kvs>,
+    ) -> Result<(), log::kv::Error> {
+        for (key, value) in self.0 {
+            let _ = visitor.visit_pair(log::kv::Key::from_str(key), value.clone());
+        }
+        Ok(())
+    }
+}
+
+/// A source that visits every key-value whatever the visitor says gets the
+/// same key-values on the direct path as on the usual one: the packing,
+/// stopped at a `Display` value, packs none after it (a review found the
+/// later ones packed and the `Display` one lost).
+#[test]
+fn a_source_that_does_not_stop_gets_every_key_value_once() {
+    let shown = std::hint::black_box(5);
+    let pairs = [
+        ("a", log::kv::Value::from(1u64)),
+        ("b", log::kv::Value::from_display(&shown)),
+        ("c", log::kv::Value::from(3u64)),
+    ];
+    let source = Stubborn(&pairs);
+    let mut keys = Vec::new();
+    for (broker, seen) in direct_and_usual() {
+        let record = log::Record::builder()
+            .args(format_args!("msg"))
+            .level(log::Level::Info)
+            .target("app")
+            .module_path_static(Some(module_path!()))
+            .file_static(Some(file!()))
+            .line(Some(line!()))
+            .key_values(&source)
+            .build();
+        log::Log::log(&broker, &record);
+        broker.flush().unwrap();
+        let records = seen.records();
+        keys.push(
+            records[0]
+                .key_values()
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert_eq!(keys[0], ["a=1", "b=5", "c=3"]);
+    assert_eq!(keys[0], keys[1]);
+}
+
 #[test]
 fn topic_is_level_then_target_with_dots() {
     let broker = common::broker();
@@ -520,16 +638,7 @@ fn each_predicate_runs_once_per_record() {
 /// thread, topic; for short, literal, long and cut messages.
 #[test]
 fn the_direct_path_makes_the_records_the_usual_path_makes() {
-    let direct = common::broker();
-    let (direct_mem, direct_seen) = Memory::new();
-    direct
-        .subscribe(Subscription::builder("direct", direct_mem))
-        .unwrap();
-    let usual = common::broker();
-    let (usual_mem, usual_seen) = Memory::new();
-    usual
-        .subscribe(Subscription::builder("usual", usual_mem).filter(|_: &Record| true))
-        .unwrap();
+    let [(direct, direct_seen), (usual, usual_seen)] = direct_and_usual();
     let long = "x".repeat(300);
     let huge = "y".repeat(100_000);
     let before = std::time::SystemTime::now();

@@ -168,6 +168,81 @@ fn direct_path_flood_with_byte_bound_balances() {
     flood_balances(check.clone(), &check.0, "w", log_plain);
 }
 
+/// One call with key-values of the flood: packed into the slot beside a
+/// short message or a literal; too long for the slot beside its message,
+/// or with a `Display` value, so shared.
+fn log_kv(broker: &logbus::BrokerHandle, t: u64, i: u64) {
+    match i % 4 {
+        0 => log::info!(logger: broker, target: "app", i = i, ok = true, who = "w"; "w{t} k{i}"),
+        1 => log::info!(logger: broker, target: "app", i = i, f = 0.5; "literal with key-values"),
+        2 => log::info!(
+            logger: broker,
+            target: "app",
+            i = i,
+            long = "a text too long to share the slot with its message";
+            "w{t} k{i}"
+        ),
+        _ => log::info!(logger: broker, target: "app", i = i, shown:% = i; "w{t} k{i}"),
+    }
+}
+
+/// Whether a record of [`log_kv`] is whole: its key-values the ones its
+/// `i` says, typed, and its message and thread its own.
+fn kv_whole(record: &Record) -> bool {
+    use logbus::Value;
+    let Some(&Value::U64(i)) = record.get("i") else {
+        return false;
+    };
+    let m = record.message();
+    let own = || {
+        let t: String = m
+            .chars()
+            .skip(1)
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        m == format!("w{t} k{i}") && record.thread().name == Some(format!("w{t}").as_str())
+    };
+    let text = |key: &str, text: &str| matches!(record.get(key), Some(Value::Str(s)) if s == text);
+    let kv = record.key_values().len();
+    match i % 4 {
+        0 => own() && kv == 3 && record.get("ok") == Some(&Value::Bool(true)) && text("who", "w"),
+        1 => m == "literal with key-values" && kv == 2 && record.get("f") == Some(&Value::F64(0.5)),
+        2 => own() && kv == 2 && text("long", "a text too long to share the slot with its message"),
+        _ => own() && kv == 2 && text("shown", &i.to_string()),
+    }
+}
+
+/// Many threads flood one drop-oldest subscription with a byte bound with
+/// calls with key-values, packed into the slot or, when they do not pack,
+/// shared: the books balance, every record is whole, and afterwards the
+/// byte budget is all given back.
+#[test]
+fn key_values_flood_with_byte_bound_balances() {
+    let check = Check(Arc::default(), kv_whole);
+    flood_balances(check.clone(), &check.0, "w", log_kv);
+}
+
+/// The same calls into two subscriptions, copies of the slot, and into
+/// five, which share one record: each subscription balances its own books.
+#[test]
+fn key_values_fan_out_flood_balances() {
+    for fan in [2, 5] {
+        let checks: Vec<Check> = (0..fan).map(|_| Check(Arc::default(), kv_whole)).collect();
+        let subs = checks
+            .iter()
+            .enumerate()
+            .map(|(n, check)| {
+                let builder = Subscription::builder(format!("s{n}"), check.clone())
+                    .capacity(64)
+                    .max_bytes(20_000)
+                    .overflow(OverflowPolicy::DropOldest);
+                (builder, &*check.0)
+            })
+            .collect();
+        flood_balances_into(subs, "w", log_kv);
+    }
+}
+
 struct Counted<'a>(&'a std::sync::atomic::AtomicU64, u64);
 
 impl std::fmt::Display for Counted<'_> {

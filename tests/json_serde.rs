@@ -88,3 +88,125 @@ fn a_huge_structured_value_is_cut_at_the_bound_and_counted() {
     assert!(kept <= 1024, "{kept}");
     assert_eq!(broker.stats().truncated, 1);
 }
+
+/// A broker with a memory subscription; `usual`: with a predicate that
+/// takes everything, which keeps its records on the usual path.
+fn memory_broker(usual: bool) -> (logbus::Broker, logbus::MemoryHandle) {
+    let (memory, captured) = Memory::new();
+    let mut subscription = Subscription::builder("memory", memory).level(LevelFilter::Trace);
+    if usual {
+        subscription = subscription.filter(|_: &logbus::Record| true);
+    }
+    (
+        logbus::builder().appender(subscription).build().unwrap(),
+        captured,
+    )
+}
+
+/// Counts the runs of its `Display`; serialises through it, as chrono,
+/// uuid, url and `IpAddr` do (`collect_str`).
+struct Stamp(&'static str, &'static std::sync::atomic::AtomicU64);
+
+impl std::fmt::Display for Stamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        f.write_str(self.0)
+    }
+}
+
+impl serde::Serialize for Stamp {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// A `:serde` value whose `Serialize` formats through `Display` runs it
+/// once, on the direct path (packed into the slot) and the usual path (a
+/// predicate keeps the record there) alike, and when the call packs it and
+/// then falls back: a later key-value is `Display` (not packed), the text
+/// does not fit the slot beside the message, is longer than a key-value
+/// packs, or comes after a text that does not fit. Both paths record the
+/// same text (reviews found the fallback visiting it again).
+#[test]
+fn a_serde_value_that_formats_runs_its_display_once_on_either_path() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    // `log`'s global filter lets every level through (no logger is set).
+    log::set_max_level(log::LevelFilter::Trace);
+    let mut values = Vec::new();
+    for usual in [false, true] {
+        let (broker, captured) = memory_broker(usual);
+        let runs = |log: &dyn Fn()| {
+            let before = RUNS.load(Ordering::Relaxed);
+            log();
+            RUNS.load(Ordering::Relaxed) - before
+        };
+        let short = Stamp("2026-12-07T13:00:00Z", &RUNS);
+        let long = Stamp("a text too long to fit the slot beside its message", &RUNS);
+        let longer = Stamp(
+            "a text longer than a key-value packs, 127 bytes, which a URL easily is: \
+             https://example.com/a/path/that/goes/on/and/on?with=a&query=string",
+            &RUNS,
+        );
+        let text = "a text too long for the slot, borrowed: the usual path visits it again, which runs no code at all";
+        let shown = std::hint::black_box(7);
+        let counts = [
+            runs(&|| log::info!(logger: &broker, target: "app", t:serde = short; "fits")),
+            runs(
+                &|| log::info!(logger: &broker, target: "app", t:serde = short, d:% = shown; "then"),
+            ),
+            runs(
+                &|| log::info!(logger: &broker, target: "app", t:serde = long; "a message of some length"),
+            ),
+            runs(&|| log::info!(logger: &broker, target: "app", t:serde = longer; "msg")),
+            runs(
+                &|| log::info!(logger: &broker, target: "app", a = text, b = text, t:serde = long; "msg"),
+            ),
+        ];
+        assert_eq!(counts, [1; 5], "usual path: {usual}");
+        broker.flush().unwrap();
+        let records = captured.records();
+        assert_eq!(records.len(), 5);
+        values.push(
+            records
+                .iter()
+                .map(|r| r.key_values().to_vec())
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert_eq!(
+        values[0], values[1],
+        "the direct path's key-values, then the usual path's"
+    );
+    assert_eq!(
+        values[0][1][0].1,
+        Value::Str("2026-12-07T13:00:00Z".to_owned().into())
+    );
+}
+
+/// Serialises a number, then fails.
+struct Failing;
+
+impl serde::Serialize for Failing {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(7)?;
+        Err(<S::Error as serde::ser::Error>::custom("after all, no"))
+    }
+}
+
+/// A `:serde` value whose `Serialize` fails after a number is not packed
+/// as that number: both paths record what the usual path makes of it (a
+/// review found the direct path keeping the number).
+#[test]
+fn a_serde_value_that_fails_after_a_number_is_recorded_as_the_usual_path_records_it() {
+    log::set_max_level(log::LevelFilter::Trace);
+    let mut values = Vec::new();
+    for usual in [false, true] {
+        let (broker, captured) = memory_broker(usual);
+        log::info!(logger: &broker, target: "app", w:serde = Failing; "msg");
+        broker.flush().unwrap();
+        values.push(captured.records()[0].get("w").cloned());
+    }
+    assert_eq!(values[0], values[1]);
+    assert_ne!(values[0], Some(Value::U64(7)));
+}

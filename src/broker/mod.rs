@@ -586,6 +586,7 @@ mod tests {
                 module_path: Some("m"),
                 file: Some("f.rs"),
                 line: Some(1),
+                kv: Default::default(),
             })
         }
 
@@ -659,6 +660,7 @@ mod tests {
                 module_path: None,
                 file: None,
                 line: None,
+                kv: Default::default(),
             })
         }
 

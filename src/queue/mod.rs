@@ -907,6 +907,7 @@ pub(crate) fn test_parts(
         message,
         literal: None,
         deferred: None,
+        kv: Default::default(),
     }
 }
 

@@ -3,10 +3,14 @@
 //!
 //! The direct path (`broker/publish/direct.rs`, `publish_direct`) builds no record
 //! on the caller's thread: the parts of a plain record (an interned topic,
-//! a formatted message of at most [`INLINE_TEXT`] bytes or a literal, a
-//! `'static` location, no key-values: see `Parts`) are copied into the
+//! a formatted message or a literal, a `'static` location, and key-values
+//! of the kinds a slot carries, packed (`produce::KvPacker`): numbers,
+//! booleans, texts, none; the copied message and the packed key-values at
+//! most [`INLINE_TEXT`] bytes together: see `Parts`) are copied into the
 //! slot field by field, and the worker builds its own record from the
-//! copy, into one of its spares (`recycle::Spares`). A deferred message
+//! copy, into one of its spares (`recycle::Spares`), their key-values'
+//! strings into the spare's strings (no allocation while they have
+//! room). A deferred message
 //! of logbus's macros travels the same way: its template's pointer and its
 //! arguments' bits ([`ARG_WORDS`] words at most, see [`args_fit`]), and
 //! the worker formats it as it rebuilds the record
@@ -14,7 +18,8 @@
 //! only its stack and the slot, and no reference count, holders count or
 //! recycled record crosses between the threads. The thread is the lane's
 //! (one lane per thread), so the slot does not carry it. Any other record
-//! (key-values, a deferred message with a string argument or too many
+//! (key-values that do not pack or do not fit beside the message, a
+//! deferred message with key-values, a string argument or too many
 //! arguments, one the journal or a flight recorder keeps, one for more
 //! subscriptions than the direct path copies to, or with a predicate on
 //! its route) travels as its `Arc`'s pointer. A record for two to four
@@ -132,7 +137,7 @@ impl Item<'_> {
     pub(crate) fn size(&self) -> usize {
         match self {
             Item::Shared(record) => record.approx_size(),
-            Item::Parts(parts) => produce::parts_size(parts.counted_len()),
+            Item::Parts(parts) => parts.size(),
         }
     }
 
@@ -161,12 +166,20 @@ impl From<Arc<Record>> for Item<'_> {
     }
 }
 
-/// Whether a slot can hold `parts`: every length fits its field, a
-/// deferred message's arguments fit the text's words, and a wall-clock
+/// Whether a slot can hold `parts`: every length fits its field, the
+/// copied message and the packed key-values fit the text's words together
+/// (a literal's length takes the first word; a deferred message, whose
+/// arguments must fit the words, has no key-values), and a wall-clock
 /// stamp fits 64-bit nanoseconds.
 fn holds(parts: &Parts<'_>) -> bool {
     let fits_u32 = |text: Option<&str>| text.map_or(0, str::len) <= u32::MAX as usize;
-    (parts.literal.is_some() || parts.message.len() <= INLINE_TEXT)
+    let text = if parts.literal.is_some() {
+        8
+    } else {
+        parts.message.len()
+    };
+    text + parts.kv.bytes().len() <= INLINE_TEXT
+        && (parts.kv.is_empty() || parts.deferred.is_none())
         && parts.deferred.map_or(true, |d| args_fit(d.args))
         && fits_u32(parts.module_path)
         && fits_u32(parts.file)
@@ -188,6 +201,8 @@ pub(crate) struct Evicted {
     pub(crate) seq: u64,
     pub(crate) record: Option<Arc<Record>>,
     message_len: usize,
+    /// What its packed key-values counted in the byte budget.
+    kv_size: usize,
     /// A deferred message's template and its arguments' words: its length
     /// is worked out from them, only for a byte bound.
     deferred: Option<(&'static Template, [u64; TEXT_WORDS])>,
@@ -200,6 +215,7 @@ impl Evicted {
             seq: record.seq(),
             record: Some(record),
             message_len: 0,
+            kv_size: 0,
             deferred: None,
         }
     }
@@ -208,6 +224,7 @@ impl Evicted {
     /// worked out only for a byte bound.
     pub(crate) fn size(&self) -> usize {
         if let Some((template, words)) = &self.deferred {
+            // A deferred message has no key-values (`holds`).
             let mut args = [Arg::Bool(false); ARG_WORDS];
             let count = decode(words, &mut args);
             let deferred = DeferredParts {
@@ -218,7 +235,7 @@ impl Evicted {
         }
         match &self.record {
             Some(record) => record.approx_size(),
-            None => produce::parts_size(self.message_len),
+            None => produce::parts_size(self.message_len) + self.kv_size,
         }
     }
 }
@@ -231,14 +248,18 @@ impl Evicted {
 pub(super) struct Slot {
     /// The record's `seq`, stored first, with `Release` (`Lane::peek_seq`).
     pub(super) seq: AtomicU64,
-    /// Flags (bits 0-7), the message's length (8-15), the line (32-63).
-    /// The thread is the lane's (`Lane::thread`).
+    /// Flags (bits 0-7), the copied message's length (8-15), the packed
+    /// key-values' length (16-23), the line (32-63). The thread is the
+    /// lane's (`Lane::thread`).
     meta: AtomicU64,
     /// A shared record (`Arc::into_raw`, flag `SHARED`), or the topic
     /// (`StaticTopic::as_ptr`).
     ptr: AtomicPtr<()>,
     /// A literal message's text (its length in `text[0]`), or a deferred
     /// one's template (flag `DEFERRED`; its arguments in `text`).
+    /// The text words hold the copied message and after it the packed
+    /// key-values, as little-endian bytes; after a literal's length, the
+    /// key-values alone.
     message: AtomicPtr<u8>,
     /// The module path's and file's text (null: none).
     module: AtomicPtr<u8>,
@@ -255,8 +276,8 @@ pub(super) struct Slot {
 /// One place in a narrow ring: a shared record's pointer (16 bytes). A lane
 /// that has carried no parts keeps its ring narrow, so the memory and cache
 /// lines of a subscription whose records are all shared (more
-/// subscriptions than the direct path copies to, key-values, deferred
-/// messages with a string argument) stay what they were. A lane that carries parts, plain or deferred,
+/// subscriptions than the direct path copies to, key-values that do not
+/// pack, deferred messages with a string argument) stay what they were. A lane that carries parts, plain or deferred,
 /// moves to 128-byte slots: up to 1 MiB at the default capacity of 8,192,
 /// against 128 KiB narrow.
 #[repr(C)]
@@ -433,9 +454,16 @@ impl Slot {
             message = &[];
         }
         self.meta.store(
-            flags | (message.len() as u64) << 8 | u64::from(parts.line.unwrap_or(0)) << 32,
+            flags
+                | (message.len() as u64) << 8
+                | (parts.kv.bytes().len() as u64) << 16
+                | u64::from(parts.line.unwrap_or(0)) << 32,
             Ordering::Relaxed,
         );
+        if !parts.kv.is_empty() {
+            let start = usize::from(flags & LITERAL != 0);
+            return put_with_kv(&self.text[start..], message, parts.kv.bytes());
+        }
         // Little-endian words, the last one zero-padded. Byte by byte for
         // the rest: a copy of a variable length is a call to `memcpy`.
         let mut words = message.chunks_exact(8);
@@ -476,9 +504,9 @@ impl Slot {
         let words = if meta & DEFERRED != 0 {
             TEXT_WORDS
         } else if meta & LITERAL != 0 {
-            1
+            (1 + reading.kv_len().div_ceil(8)).min(TEXT_WORDS)
         } else {
-            (reading.message_len().div_ceil(8)).min(TEXT_WORDS)
+            ((reading.message_len() + reading.kv_len()).div_ceil(8)).min(TEXT_WORDS)
         };
         for (word, slot) in reading.text[..words].iter_mut().zip(&self.text) {
             *word = slot.load(Ordering::Relaxed);
@@ -492,7 +520,12 @@ impl Slot {
         let mut reading = Reading::EMPTY;
         reading.meta = self.meta.load(Ordering::Relaxed);
         reading.ptr = self.ptr.load(Ordering::Relaxed);
-        if reading.meta & LITERAL != 0 {
+        if reading.kv_len() > 0 {
+            // The packed key-values' size, and a literal's length.
+            for (word, slot) in reading.text.iter_mut().zip(&self.text) {
+                *word = slot.load(Ordering::Relaxed);
+            }
+        } else if reading.meta & LITERAL != 0 {
             reading.text[0] = self.text[0].load(Ordering::Relaxed);
         } else if reading.meta & DEFERRED != 0 {
             reading.message = self.message.load(Ordering::Relaxed);
@@ -545,6 +578,23 @@ impl Reading {
         ((self.meta >> 8) & 0xff) as usize
     }
 
+    fn kv_len(&self) -> usize {
+        ((self.meta >> 16) & 0xff) as usize
+    }
+
+    /// The packed key-values among the text words' bytes `text` (after a
+    /// literal's length word, or the copied message).
+    fn kv<'t>(&self, text: &'t [u8]) -> produce::Packed<'t> {
+        let start = if self.meta & LITERAL != 0 {
+            8
+        } else {
+            self.message_len()
+        };
+        // A stale `meta` can claim any length: at most the slot's bytes.
+        let end = (start + self.kv_len()).min(text.len());
+        produce::Packed::from_bytes(text.get(start..end).unwrap_or_default())
+    }
+
     /// Whether the slot held a shared record (not parts to rebuild one).
     #[inline]
     pub(super) fn is_shared(&self) -> bool {
@@ -576,6 +626,11 @@ impl Reading {
         // SAFETY: the first `len` bytes are a copy of a `&str`'s bytes, as
         // `Slot::put` wrote them (the contract), so they are UTF-8.
         let message = unsafe { std::str::from_utf8_unchecked(&words.as_flattened()[..len]) };
+        let kv = if self.kv_len() == 0 {
+            produce::Packed::default()
+        } else {
+            self.kv(words.as_flattened())
+        };
         // Each pointer and length is a `&'static str`'s, or null,
         // as `Slot::put` wrote them (the contract).
         let text = |ptr: *mut u8, len: u64| {
@@ -630,6 +685,7 @@ impl Reading {
             message: literal.unwrap_or(message),
             literal,
             deferred,
+            kv,
         };
         // The worker's own record, which its appender reads next: a
         // deferred message is formatted now (`produce::set_taken_parts`).
@@ -648,7 +704,8 @@ impl Reading {
     /// As for [`take`](Reading::take), and before it: a shared record's
     /// count is still the reading's, not yet turned back into an `Arc`. A
     /// reading by `Slot::read_into` holds every field [`evicted`](Reading::evicted)
-    /// reads (a literal's length, a deferred message's template and words).
+    /// reads (a literal's length, a deferred message's template and words,
+    /// the packed key-values' words).
     pub(super) unsafe fn size(&self) -> usize {
         if self.meta & SHARED != 0 {
             // SAFETY: `ptr` came from `Arc::into_raw` in `Slot::put`, and
@@ -679,12 +736,39 @@ impl Reading {
         };
         // SAFETY: as in `take`.
         let template = || unsafe { &*self.message.cast_const().cast::<Template>() };
+        let kv_size = if self.kv_len() > 0 {
+            produce::packed_size(self.kv(self.text.map(u64::to_le_bytes).as_flattened()))
+        } else {
+            0
+        };
         Evicted {
             seq,
             record: None,
             message_len,
+            kv_size,
             deferred: (self.meta & DEFERRED != 0).then(|| (template(), self.text)),
         }
+    }
+}
+
+/// [`Slot::put`]'s text for parts with key-values: `message` (copied; empty
+/// for a literal or a deferred message) and the packed `kv` after it, as
+/// little-endian words into `words`, the last one zero-padded (`holds`
+/// checked that they fit). Out of line: most records have no key-values.
+#[inline(never)]
+fn put_with_kv(words: &[AtomicU64], message: &[u8], kv: &[u8]) {
+    let mut bytes = [0; INLINE_TEXT];
+    let len = message.len() + kv.len();
+    if len > bytes.len() {
+        debug_assert!(false, "parts that do not fit a slot");
+        return;
+    }
+    bytes[..message.len()].copy_from_slice(message);
+    bytes[message.len()..len].copy_from_slice(kv);
+    for (slot, chunk) in words.iter().zip(bytes[..len].chunks(8)) {
+        let mut word = [0; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        slot.store(u64::from_le_bytes(word), Ordering::Relaxed);
     }
 }
 
@@ -761,6 +845,106 @@ mod tests {
         }
     }
 
+    /// Key-values packed into `buf`: a text, a number, a boolean.
+    fn packed(buf: &mut [u8]) -> produce::Packed<'_> {
+        let mut packer = produce::KvPacker::new(buf);
+        assert!(packer.pack("user", produce::Packable::Str("alice")));
+        assert!(packer.pack("took_us", produce::Packable::U64(1234)));
+        assert!(packer.pack("ok", produce::Packable::Bool(true)));
+        let len = packer.packed().bytes().len();
+        produce::Packed::from_bytes(&buf[..len])
+    }
+
+    /// Key-values travel packed after a copied message, or after a
+    /// literal's length, and come out typed, for every length of message
+    /// that leaves them room; what does not fit, or comes with a deferred
+    /// message, is not a slot's.
+    #[test]
+    fn key_values_come_out_of_the_slot_beside_their_message() {
+        use logbus_appenders::Value;
+        let mut buf = [0; INLINE_TEXT];
+        let kv = packed(&mut buf);
+        let spares = &mut Spares::default();
+        let room = INLINE_TEXT - kv.bytes().len();
+        let text = "m".repeat(room);
+        for len in 0..=room {
+            let parts = Parts {
+                kv,
+                ..test_parts(7, &text[..len], thread())
+            };
+            let record = round_trip(Item::parts(&parts).unwrap(), spares);
+            assert_eq!(record.message(), &text[..len]);
+            let keys: Vec<&str> = record.key_values().iter().map(|(k, _)| &**k).collect();
+            assert_eq!(keys, ["user", "took_us", "ok"], "message of {len}");
+            assert!(matches!(record.get("user"), Some(Value::Str(s)) if s == "alice"));
+            assert_eq!(record.get("took_us"), Some(&Value::U64(1234)));
+            assert_eq!(record.get("ok"), Some(&Value::Bool(true)));
+        }
+        let longer = "m".repeat(room + 1);
+        let too_long = test_parts(7, &longer, thread());
+        assert!(Item::parts(&Parts { kv, ..too_long }).is_none());
+        let literal = Parts {
+            literal: Some("a literal"),
+            kv,
+            ..test_parts(8, "a literal", thread())
+        };
+        let record = round_trip(Item::parts(&literal).unwrap(), spares);
+        assert!(matches!(record.message_cow(), Cow::Borrowed("a literal")));
+        assert_eq!(record.key_values().len(), 3);
+        assert_eq!(record.get("took_us"), Some(&Value::U64(1234)));
+        // A literal's length takes the first word: eight bytes less room.
+        let mut big = [0; INLINE_TEXT];
+        let mut packer = produce::KvPacker::new(&mut big);
+        assert!(packer.pack("k", produce::Packable::Str(&"v".repeat(INLINE_TEXT - 4))));
+        let full = packer.packed();
+        assert!(Item::parts(&Parts {
+            kv: full,
+            ..test_parts(9, "", thread())
+        })
+        .is_some());
+        assert!(Item::parts(&Parts {
+            kv: full,
+            ..literal
+        })
+        .is_none());
+        use logbus_appenders::__private_api::{parse, pieces, Piece};
+        const FORMAT: &str = "{}";
+        const PIECES: [Piece; pieces(FORMAT)] = parse(FORMAT);
+        static TEMPLATE: Template = Template::new(FORMAT, &PIECES, 1);
+        let args = [Arg::U8(1)];
+        let deferred = Parts {
+            kv,
+            ..deferred_parts(10, &TEMPLATE, &args)
+        };
+        assert!(
+            Item::parts(&deferred).is_none(),
+            "a deferred message has none"
+        );
+    }
+
+    /// An evictor counts the packed key-values' bytes as the push did.
+    #[test]
+    fn an_evicted_record_with_key_values_counts_what_its_push_counted() {
+        let mut buf = [0; INLINE_TEXT];
+        let kv = packed(&mut buf);
+        for literal in [None, Some("lit")] {
+            let parts = Parts {
+                literal,
+                kv,
+                ..test_parts(3, literal.unwrap_or("short"), thread())
+            };
+            let item = Item::parts(&parts).unwrap();
+            let pushed = item.size();
+            let ring = Ring::new(1, true);
+            ring.put(0, item);
+            let reading = ring.read_for_eviction(0);
+            // SAFETY: no one else reads or writes the slot, and it was put.
+            let evicted = unsafe { reading.evicted(3) };
+            assert_eq!(evicted.size(), pushed);
+            assert!(pushed > produce::parts_size(parts.message.len()));
+        }
+    }
+
     /// A taker gives a record's bytes back from its reading, before it
     /// rebuilds the record: the reading counts what the push counted, for
     /// every kind of item.
@@ -779,11 +963,17 @@ mod tests {
             ..test_parts(3, LITERAL, thread())
         };
         let shared = || Item::Shared(Arc::new(record_of(&plain, produce::set_parts)));
+        let mut buf = [0; INLINE_TEXT];
+        let kv = packed(&mut buf);
+        let with_kv = Parts { kv, ..plain };
+        let literal_with_kv = Parts { kv, ..literal };
         let items = [
             Item::parts(&deferred).unwrap(),
             Item::parts(&plain).unwrap(),
             Item::parts(&literal).unwrap(),
             shared(),
+            Item::parts(&with_kv).unwrap(),
+            Item::parts(&literal_with_kv).unwrap(),
         ];
         for (i, item) in items.into_iter().enumerate() {
             let pushed = item.size();

@@ -50,7 +50,17 @@ impl KeyValues {
     /// Forgets the key-values, keeping their pairs as spares, each owned
     /// string of at most `max_text` bytes of capacity (a larger one goes);
     /// a vector of more than `max_pairs` pairs goes whole.
+    #[inline]
     pub(crate) fn clear(&mut self, max_pairs: usize, max_text: usize) {
+        // Most records have no key-values: nothing to do.
+        if self.len != 0 || self.pairs.capacity() > max_pairs {
+            self.clear_some(max_pairs, max_text);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn clear_some(&mut self, max_pairs: usize, max_text: usize) {
         if self.pairs.capacity() > max_pairs {
             *self = KeyValues::default();
             return;
@@ -82,26 +92,32 @@ impl KeyValues {
     /// owned string with room (no allocation while it has enough), or a new
     /// one.
     pub(crate) fn take_text(&mut self) -> String {
-        for (key, value) in &mut self.pairs[self.len..] {
-            let texts = [
-                Some(key),
-                if let Value::Str(text) = value {
-                    Some(text)
-                } else {
-                    None
-                },
-            ];
-            for text in texts.into_iter().flatten() {
-                if let Cow::Owned(owned) = text {
-                    if owned.capacity() > 0 {
-                        let mut owned = std::mem::take(owned);
-                        owned.clear();
-                        return owned;
-                    }
-                }
-            }
+        take_text(&mut self.pairs[self.len..])
+    }
+
+    /// Appends `key` and `value`, or `text` as a text value, copied into
+    /// the next spare pair's strings where it has them (a call site logs
+    /// the same kinds each time), else into strings the other spares give
+    /// ([`take_text`](KeyValues::take_text)).
+    pub(crate) fn push_copied(&mut self, key: &str, value: Value, text: Option<&str>) {
+        let Some((pair, others)) = self
+            .pairs
+            .get_mut(self.len..)
+            .and_then(<[Pair]>::split_first_mut)
+        else {
+            let copy = |text: &str| Cow::Owned(text.to_owned());
+            let value = text.map_or(value, |text| Value::Str(copy(text)));
+            return self.push((copy(key), value));
+        };
+        copy_into(&mut pair.0, key, others);
+        match text {
+            Some(text) => match &mut pair.1 {
+                Value::Str(spare) => copy_into(spare, text, others),
+                spare => *spare = Value::Str(copied(take_text(others), text)),
+            },
+            None => pair.1 = value,
         }
-        String::new()
+        self.len += 1;
     }
 
     /// The vector's capacity, in pairs.
@@ -112,6 +128,47 @@ impl KeyValues {
     /// Every pair, the spare ones too (what the record holds).
     pub(crate) fn held(&self) -> &[Pair] {
         &self.pairs
+    }
+}
+
+/// An empty string taken from `spares`' owned strings (the first with
+/// room), or a new one.
+fn take_text(spares: &mut [Pair]) -> String {
+    for (key, value) in spares {
+        let text = if let Value::Str(text) = value {
+            Some(text)
+        } else {
+            None
+        };
+        for text in [Some(key), text].into_iter().flatten() {
+            if let Cow::Owned(owned) = text {
+                if owned.capacity() > 0 {
+                    let mut owned = std::mem::take(owned);
+                    owned.clear();
+                    return owned;
+                }
+            }
+        }
+    }
+    String::new()
+}
+
+/// `owned` emptied, then holding `text`.
+fn copied(mut owned: String, text: &str) -> Cow<'static, str> {
+    owned.clear();
+    owned.push_str(text);
+    Cow::Owned(owned)
+}
+
+/// Copies `text` into `spare`'s own string if it has one with room, else
+/// into one `others` give.
+fn copy_into(spare: &mut Cow<'static, str>, text: &str, others: &mut [Pair]) {
+    match spare {
+        Cow::Owned(owned) if owned.capacity() > 0 => {
+            owned.clear();
+            owned.push_str(text);
+        }
+        _ => *spare = copied(take_text(others), text),
     }
 }
 

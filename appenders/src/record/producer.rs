@@ -326,6 +326,16 @@ pub fn structured_value(
 
 #[cfg(feature = "serde")]
 mod capture;
+mod packed;
+
+pub use self::packed::{packed_size, KvPacker, Packable, Packed};
+
+/// Appends the packed key-values to `record`'s, typed as a `log` call's
+/// are, their strings in the record's spare ones (the usual path's record
+/// of a call whose key-values were packed and then did not fit its slot).
+pub fn unpack_kv(record: &mut Record, packed: Packed<'_>) {
+    packed::unpack_into(record, packed);
+}
 
 #[cfg(test)]
 mod tests {
@@ -516,7 +526,8 @@ impl StaticTopic {
 /// lane slot copies instead of a shared record (`src/queue/slot.rs` in the
 /// logbus crate), and what a record is built from on the other side
 /// ([`set_parts`]): a record with an interned topic, a formatted message,
-/// a literal or a deferred one, a `'static` location and no key-values.
+/// a literal or a deferred one, a `'static` location, and key-values packed as
+/// bytes ([`KvPacker`]) or none.
 #[derive(Clone, Copy, Debug)]
 pub struct Parts<'a> {
     /// The record's `seq`.
@@ -543,11 +554,13 @@ pub struct Parts<'a> {
     /// at once by a worker that took the parts ([`set_taken_parts`]).
     /// `message` is then empty and `literal` `None`.
     pub deferred: Option<DeferredParts<'a>>,
+    /// The key-values, packed ([`KvPacker`]; empty: none). Not with a
+    /// deferred message.
+    pub kv: Packed<'a>,
 }
 
 impl Parts<'_> {
-    /// The length a byte budget counts for the message
-    /// ([`Record::approx_size`] is [`parts_size`] of it): the text's, or a
+    /// The length a byte budget counts for the message: the text's, or a
     /// deferred message's longest.
     #[must_use]
     #[inline]
@@ -556,6 +569,21 @@ impl Parts<'_> {
             Some(deferred) => deferred.longest(),
             None => self.message.len(),
         }
+    }
+
+    /// What a byte budget counts for the record the parts make
+    /// ([`Record::approx_size`]): [`parts_size`] of the message's
+    /// [`counted_len`](Parts::counted_len), and the key-values'
+    /// ([`packed_size`]).
+    #[must_use]
+    #[inline]
+    pub fn size(&self) -> usize {
+        let kv = if self.kv.is_empty() {
+            0
+        } else {
+            packed_size(self.kv)
+        };
+        parts_size(self.counted_len()) + kv
     }
 }
 
@@ -655,6 +683,9 @@ fn fill_parts(record: &mut Record, parts: &Parts<'_>, format_now: bool) {
     record.thread = parts.thread;
     *record.holders.0.get_mut() = 1;
     record.kv.clear(MAX_SPARE_KV, MAX_SPARE_KV_TEXT);
+    if !parts.kv.is_empty() {
+        packed::unpack_into(record, parts.kv);
+    }
 }
 
 /// [`Record::approx_size`] of the record whose message is `message_len`

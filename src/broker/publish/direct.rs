@@ -193,6 +193,7 @@ fn parts_of<'c>(
         message: text.message,
         literal: text.literal,
         deferred: text.deferred,
+        kv: text.kv,
     })
 }
 

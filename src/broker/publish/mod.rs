@@ -27,7 +27,8 @@
 //!
 //! [`BrokerShared::publish_made`] takes the direct path (`direct.rs`) in
 //! the common case, a plain record (an interned topic, a `'static`
-//! location, no key-values) routed to one to four subscriptions, none with
+//! location, key-values a slot carries, packed beside the message) routed
+//! to one to four subscriptions, none with
 //! a predicate, and no journal or flight recorder: no record is built on
 //! the caller's thread. The message is formatted into the caller's stack
 //! and its parts are copied into each lane's slot (`queue/slot.rs`); each
@@ -434,12 +435,15 @@ pub(crate) struct Text<'t> {
     pub(crate) module_path: Option<&'static str>,
     pub(crate) file: Option<&'static str>,
     pub(crate) line: Option<u32>,
+    /// The key-values, packed (`produce::KvPacker`; empty: none).
+    pub(crate) kv: produce::Packed<'t>,
 }
 
 /// What makes a log call's record: [`fill`](Make::fill) writes it on the
-/// usual path; a plain call (no key-values, a `'static` location, no
-/// redaction; a `log` call, or a deferred one of logbus's macros) can also
-/// give its parts' text for the direct path.
+/// usual path; a plain call (a `'static` location, no redaction, and
+/// key-values of kinds a slot carries, `produce::Packable`; a `log` call,
+/// or a deferred one of logbus's macros) can also give its parts' text for
+/// the direct path.
 pub(crate) trait Make {
     /// Whether [`text`](Make::text) can give anything.
     const PLAIN: bool;
@@ -447,7 +451,8 @@ pub(crate) trait Make {
     /// Formats the message for the direct path, with the call's site:
     /// called only on a direct route, and again after a re-route, which
     /// gives the text made the first time (a message is never formatted
-    /// twice). `None` if it is longer than a slot.
+    /// twice). `None` if it is longer than a slot (with its key-values),
+    /// or has a key-value a slot does not carry.
     fn text(&mut self) -> Option<Text<'_>>;
 
     /// Fills the record on the usual path, with the message `text` made if
