@@ -210,3 +210,40 @@ fn a_serde_value_that_fails_after_a_number_is_recorded_as_the_usual_path_records
     assert_eq!(values[0], values[1]);
     assert_ne!(values[0], Some(Value::U64(7)));
 }
+
+/// Serialises a 128-bit number, counting its runs.
+struct Wide(u128, &'static std::sync::atomic::AtomicU64);
+
+impl serde::Serialize for Wide {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        s.serialize_u128(self.0)
+    }
+}
+
+/// A `:serde` value that serialises a 128-bit number, which a slot does
+/// not carry, runs its `Serialize` once on either path and is recorded as
+/// the usual path records it (a review found it run twice on a call the
+/// direct path tried first).
+#[test]
+fn a_serde_value_of_128_bits_runs_once_and_reads_the_same_on_either_path() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    log::set_max_level(log::LevelFilter::Trace);
+    let mut values = Vec::new();
+    for usual in [false, true] {
+        let (broker, captured) = memory_broker(usual);
+        let before = RUNS.load(Ordering::Relaxed);
+        let wide = Wide(u128::MAX, &RUNS);
+        log::info!(logger: &broker, target: "app", n = 1u64, w:serde = wide, m = 2u64; "msg");
+        assert_eq!(
+            RUNS.load(Ordering::Relaxed) - before,
+            1,
+            "usual path: {usual}"
+        );
+        broker.flush().unwrap();
+        values.push(captured.records()[0].key_values().to_vec());
+    }
+    assert_eq!(values[0], values[1]);
+    assert_eq!(values[0][1].1, Value::Str(u128::MAX.to_string().into()));
+}

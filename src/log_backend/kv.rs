@@ -53,7 +53,7 @@ struct CollectKv<'a> {
     /// Key-values still to pass over.
     skip: usize,
     /// The value of the key-value after them, as found already.
-    stashed: Option<Value>,
+    stashed: Option<StashedValue>,
 }
 
 /// A value's text within the bound (`sanitize.rs`): formatted through
@@ -78,8 +78,18 @@ impl<'kvs> VisitSource<'kvs> for CollectKv<'_> {
             self.skip -= 1;
             return Ok(());
         }
-        if let Some(value) = self.stashed.take() {
+        if let Some(stashed) = self.stashed.take() {
             let key = owned_text(self.out, key.as_str());
+            let value = match stashed {
+                StashedValue::Value(value) => value,
+                // As `bounded_text` writes it (40 digits at most: within
+                // any bound).
+                StashedValue::Wide(wide) => {
+                    let mut text = produce::kv_text(self.out);
+                    let _ = fmt::Write::write_fmt(&mut text, format_args!("{wide}"));
+                    Value::Str(Cow::Owned(text))
+                }
+            };
             produce::push_kv(self.out, key, value);
             return Ok(());
         }
@@ -181,8 +191,9 @@ impl<'v> VisitValue<'v> for OwnedValue<'_> {
 /// ([`Stashed`]: a `:serde` value's number or text, whose `Serialize`, and
 /// the `Display` it may call, must not run again), and collects only the
 /// rest ([`collect`](SlotKv::collect)): no value's code runs twice but a
-/// structured `:serde` value's `Serialize`, which the usual path runs
-/// several times in any case.
+/// structured `:serde` value's `Serialize` (or one that fails after a
+/// number), which the usual path runs more than once in any case. A value
+/// that visits more than once (an `sval` stream of several) is refused.
 pub(super) struct SlotKv {
     bytes: [u8; INLINE_TEXT],
     /// What was packed, once it was.
@@ -207,8 +218,33 @@ struct Packing {
 /// text code made within the size bound (`truncated` if it was cut; a
 /// text borrowed from the call is visited again, which runs no code).
 struct Stashed {
-    value: Value,
+    value: StashedValue,
     truncated: bool,
+}
+
+/// A [`Stashed`] value.
+enum StashedValue {
+    Value(Value),
+    /// A 128-bit integer, which the usual path keeps as its text
+    /// (`OwnedValue::visit_any`), written into the record's spare string
+    /// when it is collected.
+    Wide(Wide),
+}
+
+/// A 128-bit integer.
+#[derive(Clone, Copy)]
+enum Wide {
+    Unsigned(u128),
+    Signed(i128),
+}
+
+impl fmt::Display for Wide {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Wide::Unsigned(v) => fmt::Display::fmt(v, f),
+            Wide::Signed(v) => fmt::Display::fmt(v, f),
+        }
+    }
 }
 
 impl SlotKv {
@@ -317,11 +353,13 @@ impl<'kvs> VisitSource<'kvs> for Pack<'_, '_> {
             packed: false,
             refused: false,
             stashed: &mut self.stashed,
+            visited: false,
         };
         let visited = value.visit(&mut value_packer).is_ok();
         let (packed, refused) = (value_packer.packed, value_packer.refused);
         if visited && packed && !refused {
             self.pairs += 1;
+            self.stashed = None;
             return Ok(());
         }
         // A value that packed a scalar and then refused or failed (a
@@ -350,9 +388,22 @@ struct PackValue<'p, 'b, 'k> {
     refused: bool,
     /// Where a value that does not fit goes ([`Pack::stashed`]).
     stashed: &'p mut Option<Stashed>,
+    /// Whether a visit came already: a value visits once (`serde`'s
+    /// serializer is consumed by its first call); one that visits again
+    /// (an `sval` stream that is not one value) is refused.
+    visited: bool,
 }
 
 impl PackValue<'_, '_, '_> {
+    /// Whether this is the value's first visit; a second one refuses it.
+    fn first(&mut self) -> bool {
+        if std::mem::replace(&mut self.visited, true) {
+            self.refused = true;
+            return false;
+        }
+        true
+    }
+
     /// Packs `value`, or stashes `or` (the value as the usual path makes
     /// it) if it does not fit.
     fn pack(
@@ -368,27 +419,44 @@ impl PackValue<'_, '_, '_> {
     }
 
     fn scalar(&mut self, value: produce::Packable<'_>, as_value: Value) -> Result<(), kv::Error> {
+        if !self.first() {
+            return Ok(());
+        }
         self.pack(value, || {
             Some(Stashed {
-                value: as_value,
+                value: StashedValue::Value(as_value),
                 truncated: false,
             })
         })
+    }
+
+    /// A 128-bit integer: never packed, stashed.
+    fn wide(&mut self, value: Wide) -> Result<(), kv::Error> {
+        if self.first() {
+            *self.stashed = Some(Stashed {
+                value: StashedValue::Wide(value),
+                truncated: false,
+            });
+        }
+        Ok(())
     }
 
     /// A text value, `borrowed` from the call (visited again if it does
     /// not pack: no code runs), or made by code (a `:serde` value's
     /// `Display`), stashed within the size bound if it does not pack.
     fn text(&mut self, value: &str, borrowed: bool) -> Result<(), kv::Error> {
+        if !self.first() {
+            return Ok(());
+        }
         let max = self.max;
         let made = || {
             (!borrowed).then(|| match bound_str(value, max) {
                 None => Stashed {
-                    value: Value::Str(Cow::Owned(value.to_owned())),
+                    value: StashedValue::Value(Value::Str(Cow::Owned(value.to_owned()))),
                     truncated: false,
                 },
                 Some(bounded) => Stashed {
-                    value: Value::Str(Cow::Owned(bounded)),
+                    value: StashedValue::Value(Value::Str(Cow::Owned(bounded))),
                     truncated: true,
                 },
             })
@@ -405,6 +473,17 @@ impl<'v> VisitValue<'v> for PackValue<'_, '_, '_> {
     fn visit_any(&mut self, _: kv::Value<'_>) -> Result<(), kv::Error> {
         self.refused = true;
         Ok(())
+    }
+
+    // Not a slot's: stashed, so that a `:serde` value's `Serialize` that
+    // made it does not run again (`log`'s default refers them to
+    // `visit_any`, which runs no code for a plain one).
+    fn visit_u128(&mut self, value: u128) -> Result<(), kv::Error> {
+        self.wide(Wide::Unsigned(value))
+    }
+
+    fn visit_i128(&mut self, value: i128) -> Result<(), kv::Error> {
+        self.wide(Wide::Signed(value))
     }
 
     fn visit_null(&mut self) -> Result<(), kv::Error> {
