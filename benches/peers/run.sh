@@ -20,7 +20,7 @@ export TZ=UTC # spdlog-rs and log4rs format local time; make it UTC
 bin="$CARGO_TARGET_DIR/release/logbus-peers"
 
 loggers=(
-  floor-format floor-bufwriter logbus logbus-block logbus-3 logbus-3-block logbus-macro tracing-lossy
+  floor-format floor-bufwriter logbus logbus-block logbus-3 logbus-3-block logbus-macro logbus-kv tracing-lossy
   tracing-blocking slog-async spdlog-async ftlog fast_log flexi_logger-async log4rs fern
 )
 results="$here/RESULTS.md"

@@ -415,6 +415,7 @@ fn main() {
                             message: text,
                             literal: None,
                             deferred: None,
+                            kv: Default::default(),
                         };
                         set_parts(&mut record, &parts);
                         layout.render(&record, &mut worker.out);
