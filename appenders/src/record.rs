@@ -489,6 +489,13 @@ impl Record {
         self.kv.as_slice()
     }
 
+    /// Whether the record has key-values (a renderer's check per record,
+    /// cheaper than the slice's).
+    #[inline]
+    pub(crate) fn has_key_values(&self) -> bool {
+        !self.kv.is_empty()
+    }
+
     /// The first value under `key`, if any.
     #[must_use]
     pub fn get(&self, key: &str) -> Option<&Value> {

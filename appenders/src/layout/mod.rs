@@ -243,7 +243,7 @@ fn render_field(field: Field, record: &Record, out: &mut Vec<u8>, multiline: Mul
         Field::Msg => escape_into(record.message(), out, multiline),
         // Most records have none: the loop's call is not paid for them.
         Field::Kv => {
-            if !record.key_values().is_empty() {
+            if record.has_key_values() {
                 render_kv(record, out, multiline);
             }
         }

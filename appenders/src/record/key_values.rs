@@ -31,6 +31,12 @@ impl KeyValues {
         &self.pairs[..self.len]
     }
 
+    /// Whether there are none (without the slice's bounds check).
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     #[inline]
     pub(crate) fn as_mut_slice(&mut self) -> &mut [Pair] {
         &mut self.pairs[..self.len]
