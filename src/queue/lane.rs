@@ -52,6 +52,20 @@ use crate::sync::{Arc, AtomicBool, AtomicUsize, CacheLine, Ordering};
 /// buffer of this size first, [`Taker`]'s).
 const TAKE_RUN: usize = 32;
 
+/// How many times a producer's quiet (`LaneProducer::outgrew`) doubles, at
+/// most, for rings that grew back after it shrank them. A worker that
+/// takes in runs empties a flood's lane after each run, so the lane is
+/// often found empty, and a one-thread flood of 1,000,000 records moved
+/// its ring between 256 and 1,024 wide slots about 47 times, each time
+/// mapping and populating a 128 KiB ring on the caller's thread (which then
+/// waited in the kernel for the worker's unmapping of the last one). At 4,
+/// a ring waits for 256 times its size without filling before it shrinks
+/// (262,144 records for 1,024 slots: tens of milliseconds of a flooding
+/// thread, minutes of one that logs ten thousand a second): a grown ring,
+/// up to the subscription's capacity, is kept that much longer. Two
+/// shrinks in a row (the smaller ring stayed quiet too) undo one doubling.
+const REGROWN_MOST: u32 = 4;
+
 /// A worker's means of taking: its spare records, to rebuild the records
 /// that travelled as parts in, and the buffer a run of slots is read into
 /// before the compare-and-swap that takes them. The buffer is kept, not
@@ -148,6 +162,8 @@ impl Lane {
             peers: Vec::new(),
             peers_version: usize::MAX,
             pushed_since_move: 0,
+            shrank: false,
+            regrown: 0,
             retired: Vec::new(),
             evicted: false,
             evicting_calls: 0,
@@ -386,6 +402,12 @@ pub(crate) struct LaneProducer {
     /// burst is taken to be over only after many times the ring's size went
     /// through without filling it (see `Queue::RING_START`).
     pushed_since_move: usize,
+    /// Whether the producer's last move was to a smaller ring, and how many
+    /// times (at most [`REGROWN_MOST`], less one for each second shrink in
+    /// a row) a move to a larger ring followed such a one: each doubles the
+    /// quiet [`outgrew`](Self::outgrew) asks for.
+    shrank: bool,
+    regrown: u32,
     /// Lanes this producer replaced inside its current gate (`replace`):
     /// their busy flags stay set until it leaves, so that a remover that
     /// saw only an old lane still waits for the push into the new one.
@@ -466,10 +488,13 @@ impl LaneProducer {
     }
 
     /// Whether the lane's ring is larger than this producer needs: more
-    /// than `quiet` times its size went through it since the producer moved
-    /// to it, and everything was taken (one `Acquire` load of the worker's
-    /// `head`, made only once the count is reached: call it rarely).
+    /// than `quiet` times its size (doubled for each time a ring grew back
+    /// after a shrink, see `regrown`) went through it since the producer
+    /// moved to it, and everything was taken (one `Acquire` load of the
+    /// worker's `head`, made only once the count is reached: call it
+    /// rarely).
     pub(crate) fn outgrew(&mut self, quiet: usize) -> bool {
+        let quiet = quiet.saturating_mul(1 << self.regrown);
         if self.pushed_since_move <= self.lane.capacity.saturating_mul(quiet) {
             return false;
         }
@@ -484,6 +509,15 @@ impl LaneProducer {
     /// [`leave`](LaneProducer::leave). The places reserved carry over.
     /// This is how a lane grows under a burst and shrinks after it.
     pub(crate) fn replace(&mut self, lane: Arc<Lane>) {
+        let (to, from) = (lane.capacity, self.lane.capacity);
+        if to > from && self.shrank {
+            self.regrown = (self.regrown + 1).min(REGROWN_MOST);
+        } else if to < from && self.shrank {
+            self.regrown = self.regrown.saturating_sub(1);
+        }
+        if to != from {
+            self.shrank = to < from;
+        }
         lane.busy.enter();
         let old = std::mem::replace(&mut self.lane, lane);
         old.budget.lane_closed();
@@ -644,6 +678,52 @@ mod tests {
         // A closed producer gives back what it reserved and did not use.
         drop(pa);
         assert_eq!(budget.reserve_chunk(), 0);
+    }
+
+    /// A producer whose ring grows back after a shrink asks for twice the
+    /// quiet before the next shrink, up to [`REGROWN_MOST`] doublings; a
+    /// move to a ring as large (narrow to wide) changes nothing; a second
+    /// shrink in a row undoes a doubling.
+    #[test]
+    fn a_ring_that_grows_back_after_a_shrink_must_stay_quiet_longer() {
+        let budget = Arc::new(Budget::new(1 << 20));
+        let (_, mut p) = Lane::create(64, Arc::clone(&budget), false);
+        // The quiet (a power of two from 16) at which the empty lane is
+        // outgrown: not with that many times its size pushed since the
+        // move, but with one record more.
+        let threshold = |p: &mut LaneProducer| {
+            (0..=REGROWN_MOST).map(|k| 16 << k).find(|&quiet| {
+                p.pushed_since_move = p.capacity() * quiet;
+                let before = p.outgrew(16);
+                p.pushed_since_move += 1;
+                !before && p.outgrew(16)
+            })
+        };
+        let move_to = |p: &mut LaneProducer, ring: usize, wide: bool| {
+            let lane = Lane::shared(ring, Arc::clone(&budget), wide);
+            p.replace(lane);
+            p.leave();
+        };
+        assert_eq!(threshold(&mut p), Some(16));
+        move_to(&mut p, 256, false); // a growth, not after a shrink
+        assert_eq!(threshold(&mut p), Some(16));
+        let mut expected = 16;
+        for _ in 0..REGROWN_MOST + 2 {
+            move_to(&mut p, 64, false); // a shrink
+            assert_eq!(threshold(&mut p), Some(expected));
+            move_to(&mut p, 64, true); // as large: neither
+            move_to(&mut p, 256, true); // grown back
+            expected = (expected * 2).min(16 << REGROWN_MOST);
+            assert_eq!(threshold(&mut p), Some(expected));
+        }
+        assert_eq!(p.regrown, REGROWN_MOST);
+        // Two shrinks in a row undo a doubling each, from the second on.
+        move_to(&mut p, 64, true);
+        assert_eq!(threshold(&mut p), Some(16 << REGROWN_MOST));
+        move_to(&mut p, 16, true);
+        assert_eq!(threshold(&mut p), Some(16 << (REGROWN_MOST - 1)));
+        move_to(&mut p, 4, true);
+        assert_eq!(threshold(&mut p), Some(16 << (REGROWN_MOST - 2)));
     }
 
     /// A take gives the records' bytes back itself, at its

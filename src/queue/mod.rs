@@ -246,7 +246,11 @@ const RING_GROWTH: usize = 4;
 /// its lane over and over (each move allocates a ring, faults its pages in
 /// and locks the registry): the peer comparison's one-thread p99.9 went
 /// from 441 to 1,071 ns. With hysteresis a lane settles at the size its
-/// bursts need.
+/// bursts need. A lane asks for twice this for each time its ring grew
+/// back after a shrink, up to 16 times this (`lane.rs`, `REGROWN_MOST`):
+/// its caller made 47-57 `mmap` calls in a one-thread flood of 1,000,000
+/// records with this alone, nearly all for a 128 KiB ring, and 11-14 with
+/// the doubling.
 const RING_QUIET: usize = 16;
 
 /// How many times a drop-oldest publisher scans the sources' heads for the
@@ -1153,6 +1157,58 @@ mod tests {
             }
         }
         assert_eq!(lock(&queue.registry.lanes).len(), 1);
+        assert_eq!(Counters::get(&counters.dropped), 0);
+    }
+
+    /// A ring that grows back after a shrink waits for twice the quiet
+    /// before it shrinks again (a worker that takes in runs empties a
+    /// flood's lane often: without this, its ring moved back and forth all
+    /// flood long). Not under Miri: it takes about 200,000 pushes and
+    /// takes and adds no unsafe path to the test above (about 3 minutes a
+    /// seed there); `lane.rs` checks the rule itself under Miri.
+    #[test]
+    #[cfg_attr(miri, ignore = "slow; lane.rs checks the rule")]
+    fn a_ring_that_grew_back_waits_twice_as_long_to_shrink() {
+        const CAPACITY: usize = 20 * RING_START;
+        let (queue, mut drain) = Queue::new(CAPACITY, None, OverflowPolicy::DropNewest);
+        let counters = Counters::default();
+        let mut lane = queue.new_lane(false);
+        let mut seq = 0;
+        // Pushes `n` records (taking each at once if `take`), then takes
+        // what is queued; returns how many went into a ring of `ring`.
+        let mut push = |lane: &mut LaneProducer, n: usize, take: bool, ring: usize| {
+            let mut into = 0;
+            for _ in 0..n {
+                queue.push_lane(lane, record(seq), &counters, drop);
+                seq += 1;
+                into += usize::from(lane.capacity() == ring);
+                if take {
+                    drain.take_batch(&queue, &mut Vec::new(), usize::MAX);
+                }
+                if lane.capacity() < ring && take {
+                    return into;
+                }
+            }
+            drain.take_batch(&queue, &mut Vec::new(), usize::MAX);
+            into
+        };
+        let quiet = 4 * RING_START * RING_QUIET;
+        // A backlog grows the ring; a quiet flood shrinks it after
+        // RING_QUIET times its size, to the chunk's end.
+        let grown = push(&mut lane, 2 * RING_START, false, 4 * RING_START);
+        assert_eq!(lane.capacity(), 4 * RING_START);
+        let into = grown + push(&mut lane, 4 * quiet, true, 4 * RING_START);
+        assert_eq!(lane.capacity(), RING_START);
+        assert!((quiet + 1..=quiet + 32).contains(&(into - 1)), "{into}");
+        // Grown back, it shrinks only after twice that.
+        let grown = push(&mut lane, 2 * RING_START, false, 4 * RING_START);
+        assert_eq!(lane.capacity(), 4 * RING_START);
+        let into = grown + push(&mut lane, 4 * quiet, true, 4 * RING_START);
+        assert_eq!(lane.capacity(), RING_START);
+        assert!(
+            (2 * quiet + 1..=2 * quiet + 32).contains(&(into - 1)),
+            "{into}"
+        );
         assert_eq!(Counters::get(&counters.dropped), 0);
     }
 
