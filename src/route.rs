@@ -43,6 +43,9 @@ pub(crate) struct Entry {
     /// subscription: its replay delivered them (`journal/replay.rs`). 0 for
     /// any other.
     pub(crate) live_from: u64,
+    /// The journal that replay came from (`JournalCore::id`; 0 for none):
+    /// a record another journal kept was not in it.
+    pub(crate) replayed_from: u64,
     /// Every record below this skips it: a replay from an offset not yet
     /// published (`Replay::From`). 0 for any other.
     pub(crate) start: u64,
@@ -60,11 +63,15 @@ impl Entry {
     }
 
     /// Whether a replay delivered `record` (or it precedes the start), so
-    /// that it skips this entry live. `journaled`: the journal keeps it.
+    /// that it skips this entry live. `journal`: the journal that keeps it
+    /// (`JournalCore::id`), 0 for none. A record kept by a journal that was
+    /// then removed, routed again to a subscription that replayed from the
+    /// next one, is not replayed: it reaches the subscription live (it was
+    /// skipped, and lost with no gap reported).
     #[inline]
-    pub(crate) fn replayed(&self, record: &Record, journaled: bool) -> bool {
+    pub(crate) fn replayed(&self, record: &Record, journal: u64) -> bool {
         let seq = record.seq();
-        seq < self.start || (journaled && seq < self.live_from)
+        seq < self.start || (journal != 0 && journal == self.replayed_from && seq < self.live_from)
     }
 
     /// Whether this entry takes `record` by pattern, level and directives,
@@ -100,6 +107,7 @@ impl Clone for Entry {
             directives: self.directives.clone(),
             predicate: self.predicate.clone(),
             live_from: self.live_from,
+            replayed_from: self.replayed_from,
             start: self.start,
             recorder: self.recorder.clone(),
         }

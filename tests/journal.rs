@@ -790,3 +790,57 @@ fn a_flush_from_inside_a_replays_predicate_returns_at_once() {
     let flushed = flushed.lock().unwrap().clone();
     assert_eq!(flushed, [Err(FlushError::InPredicate), Ok(())]);
 }
+
+/// A record the journal kept while it was being routed, then the journal
+/// replaced (removed and set again) and a subscription made that replays
+/// from the new one: the new journal never held the record, so its replay
+/// did not deliver it, and the record reaches the subscription live (it
+/// was taken to be replayed, and lost with no gap reported).
+#[test]
+fn a_record_the_old_journal_kept_reaches_a_replay_from_the_new_one() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let broker = journal_broker(Journal::new());
+    let (swap_tx, swap_rx) = bounded::<()>(0);
+    let (swapped_tx, swapped_rx) = bounded::<()>(0);
+    let armed = AtomicBool::new(true);
+    // The first subscription's filter runs while the record is routed,
+    // after the journal kept it: there, once, the journal is swapped and
+    // the replaying subscription made, on another thread.
+    let (first, first_captured) = Memory::new();
+    broker
+        .subscribe(lossless("first", first).pattern("*.app").filter(move |r| {
+            if r.message() == "swap" && armed.swap(false, Ordering::Relaxed) {
+                swap_tx.send(()).unwrap();
+                swapped_rx.recv().unwrap();
+            }
+            true
+        }))
+        .unwrap();
+    let swapper = broker.handle();
+    let swapping = thread::spawn(move || {
+        swap_rx.recv().unwrap();
+        swapper.remove_journal().unwrap();
+        swapper.set_journal(Journal::new()).unwrap();
+        let (late, captured) = Memory::new();
+        let handle = swapper
+            .subscribe(
+                lossless("late", late)
+                    .pattern("*.app")
+                    .replay(Replay::Oldest),
+            )
+            .unwrap();
+        swapped_tx.send(()).unwrap();
+        (handle, captured)
+    });
+    log::info!(logger: &broker, target: "app", "swap");
+    let (handle, captured) = swapping.join().unwrap();
+    log::info!(logger: &broker, target: "app", "after");
+    broker.flush().unwrap();
+    assert_eq!(first_captured.messages(), ["swap", "after"]);
+    assert_eq!(captured.messages(), ["swap", "after"]);
+    let report = handle.replay_report().unwrap();
+    assert_eq!((report.records, report.gap), (0, None));
+    let stats = handle.stats();
+    assert_eq!((stats.matched, stats.written), (2, 2));
+    assert_accounted(stats);
+}

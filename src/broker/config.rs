@@ -163,6 +163,7 @@ impl BrokerShared {
             directives,
             predicate: predicate.clone(),
             live_from: 0,
+            replayed_from: 0,
             start: 0,
             recorder,
         };
@@ -174,6 +175,7 @@ impl BrokerShared {
                 let live_from = self.seq.load(Ordering::Relaxed);
                 let set = ring.replay(replay, live_from);
                 entry.live_from = set.live_from;
+                entry.replayed_from = journal.core.id;
                 entry.start = set.start;
                 let wanted = (entry.clone(), config.snapshot.global.clone());
                 entries.push(entry);

@@ -160,6 +160,7 @@ impl BrokerShared {
                     directives,
                     predicate,
                     live_from: 0,
+                    replayed_from: 0,
                     start: 0,
                     recorder,
                 },

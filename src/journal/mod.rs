@@ -53,7 +53,7 @@ pub(crate) use self::replay::{gap_notice, ReplaySet};
 pub use self::replay::{Replay, ReplayGap, ReplayReport};
 
 use crate::error::JournalError;
-use crate::sync::{lock, Arc, Mutex, MutexGuard};
+use crate::sync::{lock, Arc, AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::topic::TopicPattern;
 use crate::topic::{parse_patterns, PatternSource};
 
@@ -231,8 +231,15 @@ impl Limits {
     }
 }
 
+/// The last [`JournalCore::id`] given out.
+static JOURNALS: AtomicU64 = AtomicU64::new(0);
+
 /// The journal's records, shared by every snapshot that routes into it.
 pub(crate) struct JournalCore {
+    /// Which journal this is, unique in the process (from 1): a record
+    /// routed again after the journal that kept it was replaced is not in
+    /// a replay from the new one (`route::Entry::replayed`).
+    pub(crate) id: u64,
     ring: Mutex<Ring>,
     /// The fork generation it was made in: in a forked child its lock may
     /// be held for ever, so readers there take it not (`fork.rs`).
@@ -254,6 +261,8 @@ pub(crate) struct Ring {
 impl JournalCore {
     pub(crate) fn new(journal: &Journal) -> JournalCore {
         JournalCore {
+            // Relaxed: only its uniqueness is used.
+            id: JOURNALS.fetch_add(1, Ordering::Relaxed) + 1,
             ring: Mutex::new(Ring {
                 limits: Limits::of(journal),
                 records: VecDeque::new(),

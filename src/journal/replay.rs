@@ -24,7 +24,14 @@
 //!
 //! Records the journal does not keep (a level or topic it leaves out) take
 //! their `seq` without the lock: the subscription receives those from the
-//! moment its snapshot is published, as any new subscription does.
+//! moment its snapshot is published, as any new subscription does. So do
+//! records another journal kept: one removed while they were routed, before
+//! this one was set. Such a record took its `seq` below `h` under the old
+//! journal's lock, so the new one's replay never held it, and a re-route
+//! reaches the subscription with it: the skip below `live_from` holds only
+//! for records kept by the journal the replay came from (`JournalCore::id`,
+//! `route::Entry::replayed`). Before, such a record was skipped and lost
+//! with no gap reported (`tests/journal.rs`).
 //!
 //! The copied records are filtered by the subscription's patterns, level,
 //! directives and predicate after both locks are released, on the

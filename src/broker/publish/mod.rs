@@ -294,7 +294,7 @@ impl BrokerShared {
     ) -> bool {
         let Made {
             record,
-            journaled,
+            journal: kept_by,
             context,
         } = made;
         let Lanes {
@@ -326,7 +326,7 @@ impl BrokerShared {
                 let built = match journal {
                     None => self.make_record(stash, topic, fill),
                     Some(journal) => {
-                        *journaled = true;
+                        *kept_by = journal.core.id;
                         let floor = Self::floor(snapshot, journal);
                         self.make_journaled(stash, topic, journal, floor, fill)
                     }
@@ -334,7 +334,7 @@ impl BrokerShared {
                 record.insert(built)
             }
         };
-        let chosen = Chosen::new(snapshot, &route.entries, built, *journaled);
+        let chosen = Chosen::new(snapshot, &route.entries, built, *kept_by);
         // Only a trigger that reaches the subscription (its predicate
         // and replay passed) draws its context, once.
         if route.recorders && context.is_none() {
@@ -350,7 +350,7 @@ impl BrokerShared {
             // happens-before, not this load, orders it.
             self.generation.load(Ordering::Relaxed) != snapshot.generation
         } else {
-            recycle::set_holders(built, chosen.ids().len(), *journaled);
+            recycle::set_holders(built, chosen.ids().len(), *kept_by != 0);
             // Enter the gate of each chosen subscription: mark our lanes
             // busy, then one fence (see `queue/gate.rs`).
             let mut gate = PublishGate::enter(snapshot, lanes, chosen.ids(), temporary);
@@ -364,7 +364,7 @@ impl BrokerShared {
                 // its gate wait, whose heavy fence pairs with ours (see
                 // `closed`). Counted like the early check does, whatever
                 // the predicates said (not where a replay delivered it).
-                self.count_built_after_shutdown(snapshot, &route.entries, built, *journaled);
+                self.count_built_after_shutdown(snapshot, &route.entries, built, *kept_by);
                 *record = None;
                 false
             } else {
@@ -404,11 +404,11 @@ impl BrokerShared {
         snapshot: &Snapshot,
         entries: &[u32],
         record: &Record,
-        journaled: bool,
+        journal: u64,
     ) {
         for &i in entries {
             let entry = &snapshot.entries[i as usize];
-            if !entry.replayed(record, journaled) {
+            if !entry.replayed(record, journal) {
                 entry.sub.counters.record_drops(1);
             }
         }
@@ -574,12 +574,14 @@ struct Lanes<'v> {
     temporary: bool,
 }
 
-/// What one publish made, kept across a re-route: the record, whether the
-/// journal holds it, and the flight recorders' context for it.
+/// What one publish made, kept across a re-route: the record, the journal
+/// that holds it (`JournalCore::id`, 0 for none: a re-route may find
+/// another journal, `route::Entry::replayed`), and the flight recorders'
+/// context for it.
 #[derive(Default)]
 struct Made {
     record: Option<Arc<Record>>,
-    journaled: bool,
+    journal: u64,
     context: Option<Context>,
 }
 
@@ -592,16 +594,10 @@ enum Chosen<'a> {
 }
 
 impl<'a> Chosen<'a> {
-    fn new(
-        snapshot: &Snapshot,
-        entries: &'a [u32],
-        record: &Record,
-        journaled: bool,
-    ) -> Chosen<'a> {
+    fn new(snapshot: &Snapshot, entries: &'a [u32], record: &Record, journal: u64) -> Chosen<'a> {
         let rejects = |&i: &u32| {
             let entry = &snapshot.entries[i as usize];
-            entry.replayed(record, journaled)
-                || entry.predicate.as_ref().is_some_and(|p| !p(record))
+            entry.replayed(record, journal) || entry.predicate.as_ref().is_some_and(|p| !p(record))
         };
         // Each predicate runs once: the entries before the first rejection
         // are taken as they are, the rest are looked at once more each (a
