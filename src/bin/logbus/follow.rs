@@ -224,54 +224,89 @@ impl Follower {
     }
 
     /// The rotated files (`app.log.N`) newer than the current file and
-    /// older than `next`, oldest first. The scan, newest first, stops at
-    /// the current file, so that only the files up to it are open at once
-    /// (a review found `tail -F` failing at its first rotation past 1,020
-    /// rotated files, each opened). Should the current file be gone, every
-    /// rotated file is looked at, as before.
+    /// older than `next`, oldest first, open. The scan looks at each file
+    /// by its path (`fs::metadata`), newest first, up to the current one,
+    /// and opens only the files it chose, so that a directory of thousands
+    /// of rotated files takes few descriptors even when the current file is
+    /// gone (a review found `tail -F` failing at its first rotation past
+    /// 1,020 rotated files, each opened). A file found under another name
+    /// when opened (a rotation since the scan) makes it scan again; after
+    /// [`SCANS`] such scans, the last one's choice is read as it opened.
     fn rotated_between(&self, next: &Source) -> Result<Vec<Source>, TailError> {
+        let mut scans = 0;
+        loop {
+            scans += 1;
+            let chosen = self.choose_between(next)?;
+            let mut between = Vec::with_capacity(chosen.len());
+            let mut moved = false;
+            for (path, id) in chosen.into_iter().rev() {
+                let source = match File::open(&path) {
+                    Ok(file) => Source::new(&path, file)?,
+                    // Shifted or deleted by a rotation since the scan.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        moved = true;
+                        continue;
+                    }
+                    Err(e) => return Err(TailError::Read(path, e)),
+                };
+                moved |= source.id != id;
+                between.push(source);
+            }
+            if !moved || scans >= SCANS {
+                return Ok(between);
+            }
+        }
+    }
+
+    /// [`rotated_between`](Self::rotated_between)'s scan: the paths and
+    /// identities of the files it reads, newest first.
+    fn choose_between(&self, next: &Source) -> Result<Vec<(PathBuf, FileId)>, TailError> {
         let rotated =
             rotated_files(&self.path).map_err(|e| TailError::Read(self.path.clone(), e))?;
         let since = self.current.modified();
         // Newest first: app.log.1, app.log.2, ... (or the latest date first).
-        let mut opened: Vec<Source> = Vec::new();
+        let mut seen: Vec<(PathBuf, FileId, Option<SystemTime>)> = Vec::new();
         for path in rotated {
-            let source = match File::open(&path) {
-                Ok(file) => Source::new(&path, file)?,
+            let meta = match fs::metadata(&path) {
+                Ok(meta) => meta,
                 // Shifted or deleted by a rotation since the listing.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(TailError::Read(path, e)),
             };
-            let current = source.id == self.current.id;
+            let id = file_id(&meta);
             // A rotation during the listing can show one file twice.
-            if opened.iter().all(|s| s.id != source.id) {
-                opened.push(source);
+            if seen.iter().all(|(_, seen, _)| *seen != id) {
+                seen.push((path, id, meta.modified().ok()));
             }
-            if current {
+            if id == self.current.id {
                 break;
             }
         }
         // `next` may itself have been rotated since it was opened.
-        let newer_than_next = opened
+        let newer_than_next = seen
             .iter()
-            .position(|s| s.id == next.id)
+            .position(|(_, id, _)| *id == next.id)
             .map_or(0, |at| at + 1);
-        let mut between: Vec<Source> = match opened.iter().position(|s| s.id == self.current.id) {
-            Some(at) if at >= newer_than_next => opened.drain(newer_than_next..at).collect(),
+        let chosen = match seen.iter().position(|(_, id, _)| *id == self.current.id) {
+            Some(at) if at >= newer_than_next => seen.drain(newer_than_next..at).collect(),
             Some(_) => Vec::new(),
-            None => opened
+            None => seen
                 .drain(newer_than_next..)
-                .filter(|s| s.id != next.id)
-                .filter(|s| match (since, s.modified()) {
-                    (Some(since), Some(modified)) => modified >= since,
+                .filter(|(_, id, _)| *id != next.id)
+                .filter(|(_, _, modified)| match (since, modified) {
+                    (Some(since), Some(modified)) => *modified >= since,
                     _ => false,
                 })
                 .collect(),
         };
-        between.reverse();
-        Ok(between)
+        Ok(chosen.into_iter().map(|(path, id, _)| (path, id)).collect())
     }
 }
+
+/// How many times [`Follower::rotated_between`] scans again when a file it
+/// chose was renamed before it was opened (rotations come seconds to days
+/// apart: a second scan finds names that hold still).
+const SCANS: u32 = 3;
 
 /// What a rotated file's name says after `app.log.`, ordered newest
 /// first: dated names (`2026-12-01`, `2026-12-01T13`, then `.<counter>`),
@@ -473,6 +508,25 @@ mod tests {
         }
         tail.append("b\n");
         fs::rename(&tail.path, tail.rotated(1)).unwrap();
+        fs::write(&tail.path, "c\n").unwrap();
+        with_descriptor_limit(256, || tail.poll()).unwrap();
+        assert_eq!(lines(&tail.seen), ["a", "b", "c"]);
+    }
+
+    /// As above, but the followed file was deleted (retention): the scan
+    /// no longer stops at it, and looks at every rotated file by its path,
+    /// opening only the one written since (it opened all 600, and failed).
+    #[cfg(unix)]
+    #[test]
+    fn many_rotated_files_take_few_descriptors_when_the_followed_one_is_gone() {
+        let mut tail = Followed::new("a\n");
+        for n in 2..=601 {
+            fs::write(tail.rotated(n), "history\n").unwrap();
+            set_time(&tail.rotated(n), 1_000_000);
+        }
+        tail.poll().unwrap();
+        fs::remove_file(&tail.path).unwrap();
+        fs::write(tail.rotated(1), "b\n").unwrap();
         fs::write(&tail.path, "c\n").unwrap();
         with_descriptor_limit(256, || tail.poll()).unwrap();
         assert_eq!(lines(&tail.seen), ["a", "b", "c"]);
