@@ -39,9 +39,11 @@ pub(crate) struct Entry {
     /// `RUST_LOG`-style directives, checked with the level threshold.
     pub(crate) directives: Option<Directives>,
     pub(crate) predicate: Option<Predicate>,
-    /// Records the journal keeps whose `seq` is below this skip the
-    /// subscription: its replay delivered them (`journal/replay.rs`). 0 for
-    /// any other.
+    /// Records the journal named by `replayed_from` kept whose `seq` is
+    /// below this skip the subscription: its replay delivered them
+    /// (`journal/replay.rs`). 0 for any other. A replacement
+    /// (`Broker::replace`) takes its old entry's, with `replayed_from` and
+    /// `start`.
     pub(crate) live_from: u64,
     /// The journal that replay came from (`JournalCore::id`; 0 for none):
     /// a record another journal kept was not in it.
@@ -66,8 +68,7 @@ impl Entry {
     /// that it skips this entry live. `journal`: the journal that keeps it
     /// (`JournalCore::id`), 0 for none. A record kept by a journal that was
     /// then removed, routed again to a subscription that replayed from the
-    /// next one, is not replayed: it reaches the subscription live (it was
-    /// skipped, and lost with no gap reported).
+    /// next one, was not in that replay: it reaches the subscription live.
     #[inline]
     pub(crate) fn replayed(&self, record: &Record, journal: u64) -> bool {
         let seq = record.seq();

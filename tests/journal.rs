@@ -791,6 +791,50 @@ fn a_flush_from_inside_a_replays_predicate_returns_at_once() {
     assert_eq!(flushed, [Err(FlushError::InPredicate), Ok(())]);
 }
 
+/// Logs `message` to `target: "app"` on `broker`, and while it is routed
+/// (after the journal kept it, before it reaches a queue) runs `meanwhile`
+/// on another thread, with a handle to the broker: a filter of a first
+/// subscription (returned, lossless, `*.app`) waits for it, once.
+fn while_routed<T: Send + 'static>(
+    broker: &logbus::Broker,
+    message: &'static str,
+    meanwhile: impl FnOnce(logbus::BrokerHandle) -> T + Send + 'static,
+) -> (T, MemoryHandle) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (go_tx, go_rx) = bounded::<()>(0);
+    let (done_tx, done_rx) = bounded::<()>(0);
+    let armed = AtomicBool::new(true);
+    let (first, first_captured) = Memory::new();
+    broker
+        .subscribe(lossless("first", first).pattern("*.app").filter(move |r| {
+            if r.message() == message && armed.swap(false, Ordering::Relaxed) {
+                go_tx.send(()).unwrap();
+                done_rx.recv().unwrap();
+            }
+            true
+        }))
+        .unwrap();
+    let handle = broker.handle();
+    let thread = thread::spawn(move || {
+        go_rx.recv().unwrap();
+        let result = meanwhile(handle);
+        done_tx.send(()).unwrap();
+        result
+    });
+    log::info!(logger: broker, target: "app", "{message}");
+    (thread.join().unwrap(), first_captured)
+}
+
+/// A lossless subscription "late" to `*.app` that replays from the oldest
+/// record the journal holds.
+fn replaying(broker: &logbus::BrokerHandle) -> (logbus::SubscriptionHandle, MemoryHandle) {
+    let (late, captured) = Memory::new();
+    let builder = lossless("late", late)
+        .pattern("*.app")
+        .replay(Replay::Oldest);
+    (broker.subscribe(builder).unwrap(), captured)
+}
+
 /// A record the journal kept while it was being routed, then the journal
 /// replaced (removed and set again) and a subscription made that replays
 /// from the new one: the new journal never held the record, so its replay
@@ -798,49 +842,59 @@ fn a_flush_from_inside_a_replays_predicate_returns_at_once() {
 /// was taken to be replayed, and lost with no gap reported).
 #[test]
 fn a_record_the_old_journal_kept_reaches_a_replay_from_the_new_one() {
-    use std::sync::atomic::{AtomicBool, Ordering};
     let broker = journal_broker(Journal::new());
-    let (swap_tx, swap_rx) = bounded::<()>(0);
-    let (swapped_tx, swapped_rx) = bounded::<()>(0);
-    let armed = AtomicBool::new(true);
-    // The first subscription's filter runs while the record is routed,
-    // after the journal kept it: there, once, the journal is swapped and
-    // the replaying subscription made, on another thread.
-    let (first, first_captured) = Memory::new();
-    broker
-        .subscribe(lossless("first", first).pattern("*.app").filter(move |r| {
-            if r.message() == "swap" && armed.swap(false, Ordering::Relaxed) {
-                swap_tx.send(()).unwrap();
-                swapped_rx.recv().unwrap();
-            }
-            true
-        }))
-        .unwrap();
-    let swapper = broker.handle();
-    let swapping = thread::spawn(move || {
-        swap_rx.recv().unwrap();
-        swapper.remove_journal().unwrap();
-        swapper.set_journal(Journal::new()).unwrap();
-        let (late, captured) = Memory::new();
-        let handle = swapper
-            .subscribe(
-                lossless("late", late)
-                    .pattern("*.app")
-                    .replay(Replay::Oldest),
-            )
-            .unwrap();
-        swapped_tx.send(()).unwrap();
+    let ((handle, captured), first) = while_routed(&broker, "swap", |broker| {
+        broker.remove_journal().unwrap();
+        broker.set_journal(Journal::new()).unwrap();
+        let (handle, captured) = replaying(&broker);
         (handle, captured)
     });
-    log::info!(logger: &broker, target: "app", "swap");
-    let (handle, captured) = swapping.join().unwrap();
     log::info!(logger: &broker, target: "app", "after");
     broker.flush().unwrap();
-    assert_eq!(first_captured.messages(), ["swap", "after"]);
+    assert_eq!(first.messages(), ["swap", "after"]);
     assert_eq!(captured.messages(), ["swap", "after"]);
     let report = handle.replay_report().unwrap();
     assert_eq!((report.records, report.gap), (0, None));
     let stats = handle.stats();
     assert_eq!((stats.matched, stats.written), (2, 2));
     assert_accounted(stats);
+}
+
+/// The other way: a subscription replays from the journal that kept the
+/// record, then the journal is replaced, while the record is routed. Its
+/// replay delivered the record: the re-route skips it, once only.
+#[test]
+fn a_record_replayed_from_a_journal_since_replaced_is_not_written_again() {
+    let broker = journal_broker(Journal::new());
+    let ((handle, captured), _) = while_routed(&broker, "swap", |broker| {
+        let (handle, captured) = replaying(&broker);
+        broker.remove_journal().unwrap();
+        broker.set_journal(Journal::new()).unwrap();
+        (handle, captured)
+    });
+    log::info!(logger: &broker, target: "app", "after");
+    broker.flush().unwrap();
+    assert_eq!(captured.messages(), ["swap", "after"]);
+    assert_eq!(handle.replay_report().unwrap().records, 1);
+    assert_accounted(handle.stats());
+}
+
+/// A replaying subscription replaced while a record its replay delivered
+/// is still routed: the replacement takes the old one's hand-over, so the
+/// pair writes the record once (a review found both writing it).
+#[test]
+fn a_replacement_skips_what_the_old_subscriptions_replay_delivered() {
+    let broker = journal_broker(Journal::new());
+    let ((old_captured, new_captured), _) = while_routed(&broker, "x", |broker| {
+        let (_, old_captured) = replaying(&broker);
+        let (new, new_captured) = Memory::new();
+        broker
+            .replace("late", lossless("late", new).pattern("*.app"))
+            .unwrap();
+        (old_captured, new_captured)
+    });
+    log::info!(logger: &broker, target: "app", "after");
+    broker.flush().unwrap();
+    assert_eq!(old_captured.messages(), ["x"]);
+    assert_eq!(new_captured.messages(), ["after"]);
 }

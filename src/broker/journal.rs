@@ -14,7 +14,10 @@
 //! publishing threads do; the old one writes everything published before
 //! the swap (its last written offset plus one is where the new one
 //! starts, up to the records in flight at the swap, which either may
-//! take). No journal is needed.
+//! take). No journal is needed. An old subscription that replayed also
+//! wrote, from its replay, records still being routed live: the new entry
+//! takes its hand-over (`live_from`, `start`), so a re-route skips the new
+//! one for those too.
 
 use logbus_appenders::Record;
 
@@ -151,6 +154,13 @@ impl BrokerShared {
                 }
             };
             let mut entries = config.snapshot.entries.clone();
+            // The old subscription's hand-over carries over: a record its
+            // replay delivered, still being routed, skips the new one too
+            // (with none, a review found the pair writing it twice).
+            let (live_from, replayed_from, start) = {
+                let old = &entries[index];
+                (old.live_from, old.replayed_from, old.start)
+            };
             let old = std::mem::replace(
                 &mut entries[index],
                 crate::route::Entry {
@@ -159,9 +169,9 @@ impl BrokerShared {
                     level,
                     directives,
                     predicate,
-                    live_from: 0,
-                    replayed_from: 0,
-                    start: 0,
+                    live_from,
+                    replayed_from,
+                    start,
                     recorder,
                 },
             );

@@ -30,8 +30,7 @@
 //! journal's lock, so the new one's replay never held it, and a re-route
 //! reaches the subscription with it: the skip below `live_from` holds only
 //! for records kept by the journal the replay came from (`JournalCore::id`,
-//! `route::Entry::replayed`). Before, such a record was skipped and lost
-//! with no gap reported (`tests/journal.rs`).
+//! `route::Entry::replayed`).
 //!
 //! The copied records are filtered by the subscription's patterns, level,
 //! directives and predicate after both locks are released, on the

@@ -3,8 +3,9 @@
 //! in the front is below that of every live record the journal keeps (the
 //! subscription's `live_from`), so "the front first" is the drain's `seq`
 //! merge with one more source, up to the records the journal does not
-//! keep (and a flight recorder's context), which arrive live whatever
-//! their `seq`.
+//! keep, those another journal kept (one removed while they were routed,
+//! `route::Entry::replayed`), and a flight recorder's context, which
+//! arrive live whatever their `seq`.
 //!
 //! While the subscribing thread still filters the replay with the
 //! subscription's predicate, the front is *held*: the drain takes nothing,
