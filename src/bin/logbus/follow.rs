@@ -215,51 +215,63 @@ impl Follower {
             Err(e) => return Err(TailError::Read(self.path.clone(), e)),
         };
         self.current.finish(emit)?;
-        for mut between in self.rotated_between(&next)? {
-            between.finish(emit)?;
-        }
+        self.read_rotated_between(&next, emit)?;
         self.current = next;
         self.current.read_lines(emit)?;
         Ok(true)
     }
 
-    /// The rotated files (`app.log.N`) newer than the current file and
-    /// older than `next`, oldest first, open. The scan looks at each file
-    /// by its path (`fs::metadata`), newest first, up to the current one,
-    /// and opens only the files it chose, so that a directory of thousands
-    /// of rotated files takes few descriptors even when the current file is
-    /// gone (a review found `tail -F` failing at its first rotation past
-    /// 1,020 rotated files, each opened). A file found under another name
-    /// when opened (a rotation since the scan) makes it scan again; after
-    /// [`SCANS`] such scans, the last one's choice is read as it opened.
-    fn rotated_between(&self, next: &Source) -> Result<Vec<Source>, TailError> {
-        let mut scans = 0;
-        loop {
-            scans += 1;
+    /// Reads the rotated files (`app.log.N`) newer than the current file
+    /// and older than `next`, oldest first, each to its end. The scan
+    /// ([`choose_between`](Self::choose_between)) looks at the files by
+    /// their paths, and each chosen file is opened, read and closed before
+    /// the next, so a directory of thousands of rotated files takes one
+    /// descriptor more than the two held (a review found `tail -F` failing
+    /// past 1,020 rotated files, each opened at once, and then again when
+    /// retention had deleted the followed file and every file left was
+    /// newer). The chosen files are known by their identities, fixed by the
+    /// two held handles: a chosen name that holds another file when opened,
+    /// or none (a rotation, or compression, since the scan), makes it scan
+    /// again, leaving out the files already read. After [`SCANS`] scans
+    /// that each found a name moved, what is left unread is reported on
+    /// stderr and skipped.
+    fn read_rotated_between(&self, next: &Source, emit: &mut Emit<'_>) -> Result<(), TailError> {
+        let mut read: Vec<FileId> = Vec::new();
+        for _ in 0..SCANS {
             let chosen = self.choose_between(next)?;
-            let mut between = Vec::with_capacity(chosen.len());
+            #[cfg(test)]
+            tests::after_scan();
             let mut moved = false;
             for (path, id) in chosen.into_iter().rev() {
-                let source = match File::open(&path) {
-                    Ok(file) => Source::new(&path, file)?,
-                    // Shifted or deleted by a rotation since the scan.
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                        moved = true;
-                        continue;
-                    }
+                if read.contains(&id) {
+                    continue;
+                }
+                let opened = match File::open(&path) {
+                    Ok(file) => Some(Source::new(&path, file)?),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => None,
                     Err(e) => return Err(TailError::Read(path, e)),
                 };
-                moved |= source.id != id;
-                between.push(source);
+                let Some(mut source) = opened.filter(|source| source.id == id) else {
+                    moved = true;
+                    break;
+                };
+                source.finish(emit)?;
+                read.push(id);
             }
-            if !moved || scans >= SCANS {
-                return Ok(between);
+            if !moved {
+                return Ok(());
             }
         }
+        eprintln!(
+            "logbus tail: {}: rotated files kept moving while read; some may be skipped",
+            self.path.display()
+        );
+        Ok(())
     }
 
-    /// [`rotated_between`](Self::rotated_between)'s scan: the paths and
-    /// identities of the files it reads, newest first.
+    /// [`read_rotated_between`](Self::read_rotated_between)'s scan: the
+    /// paths and identities of the files to read, newest first, each
+    /// looked at with `fs::metadata` (no descriptor).
     fn choose_between(&self, next: &Source) -> Result<Vec<(PathBuf, FileId)>, TailError> {
         let rotated =
             rotated_files(&self.path).map_err(|e| TailError::Read(self.path.clone(), e))?;
@@ -303,9 +315,11 @@ impl Follower {
     }
 }
 
-/// How many times [`Follower::rotated_between`] scans again when a file it
-/// chose was renamed before it was opened (rotations come seconds to days
-/// apart: a second scan finds names that hold still).
+/// How many times [`Follower::read_rotated_between`] scans, when a name it
+/// chose holds another file, or none, once opened. Rotations by time come
+/// hours apart; by size under a flood, or with compression removing `.N`
+/// just after a rotation, a name may move again at once, and each scan
+/// leaves out the files already read.
 const SCANS: u32 = 3;
 
 /// What a rotated file's name says after `app.log.`, ordered newest
@@ -440,6 +454,22 @@ mod tests {
         assert_eq!(lines(&seen), ["a long first line", "short"]);
     }
 
+    thread_local! {
+        /// Run after each scan of `read_rotated_between` on this thread.
+        static AFTER_SCAN: std::cell::RefCell<Box<dyn FnMut()>> =
+            std::cell::RefCell::new(Box::new(|| {}));
+    }
+
+    /// Runs this thread's [`set_after_scan`] hook.
+    pub(super) fn after_scan() {
+        AFTER_SCAN.with(|hook| (hook.borrow_mut())());
+    }
+
+    /// What runs after each scan of a rotation on this thread.
+    fn set_after_scan(hook: impl FnMut() + 'static) {
+        AFTER_SCAN.with(|slot| *slot.borrow_mut() = Box::new(hook));
+    }
+
     /// `app.log` in a directory of its own, written with `first`, followed
     /// from its start; the lines it emitted.
     struct Followed {
@@ -513,9 +543,9 @@ mod tests {
         assert_eq!(lines(&tail.seen), ["a", "b", "c"]);
     }
 
-    /// As above, but the followed file was deleted (retention): the scan
-    /// no longer stops at it, and looks at every rotated file by its path,
-    /// opening only the one written since (it opened all 600, and failed).
+    /// As above, but the followed file was deleted by hand: the scan no
+    /// longer stops at it, and looks at every rotated file by its path,
+    /// reading only the one written since (it opened all 600, and failed).
     #[cfg(unix)]
     #[test]
     fn many_rotated_files_take_few_descriptors_when_the_followed_one_is_gone() {
@@ -530,6 +560,91 @@ mod tests {
         fs::write(&tail.path, "c\n").unwrap();
         with_descriptor_limit(256, || tail.poll()).unwrap();
         assert_eq!(lines(&tail.seen), ["a", "b", "c"]);
+    }
+
+    /// Retention deletes the oldest files first: once it took the followed
+    /// one, every rotated file left is newer, and each is read, one open at
+    /// a time (opened all at once, they failed at `app.log.351`).
+    #[cfg(unix)]
+    #[test]
+    fn many_newer_rotated_files_take_few_descriptors_when_retention_took_the_followed_one() {
+        let mut tail = Followed::new("a\n");
+        tail.poll().unwrap();
+        fs::remove_file(&tail.path).unwrap();
+        for n in (1..=600).rev() {
+            fs::write(tail.rotated(n), format!("b{n}\n")).unwrap();
+        }
+        fs::write(&tail.path, "c\n").unwrap();
+        with_descriptor_limit(256, || tail.poll()).unwrap();
+        let mut expected = vec!["a".to_owned()];
+        expected.extend((1..=600).rev().map(|n| format!("b{n}")));
+        expected.push("c".to_owned());
+        assert_eq!(lines(&tail.seen), expected);
+    }
+
+    /// A rotation between the scan and its opens: the chosen name holds
+    /// the next file, so the scan runs again and reads each file once, in
+    /// order.
+    #[test]
+    fn a_rotation_between_the_scan_and_its_opens_is_scanned_again() {
+        let mut tail = Followed::new("a\n");
+        tail.poll().unwrap();
+        let rotate = |path: &Path, rotated: &dyn Fn(usize) -> PathBuf, next: &str| {
+            for n in (1..=4).rev() {
+                if rotated(n).exists() {
+                    fs::rename(rotated(n), rotated(n + 1)).unwrap();
+                }
+            }
+            fs::rename(path, rotated(1)).unwrap();
+            fs::write(path, next).unwrap();
+        };
+        let dir = tail.dir.path().to_owned();
+        let rotated = move |n: usize| dir.join(format!("app.log.{n}"));
+        rotate(&tail.path, &rotated, "b\n");
+        rotate(&tail.path, &rotated, "c\n");
+        let (path, once) = (tail.path.clone(), std::cell::Cell::new(true));
+        set_after_scan(move || {
+            if once.replace(false) {
+                rotate(&path, &rotated, "d\n");
+            }
+        });
+        tail.poll().unwrap();
+        tail.poll().unwrap();
+        set_after_scan(|| {});
+        assert_eq!(lines(&tail.seen), ["a", "b", "c", "d"]);
+    }
+
+    /// Names that move at every scan: after [`SCANS`] scans the rest is
+    /// skipped (and reported), and no line is read twice.
+    #[test]
+    fn names_that_keep_moving_skip_files_but_never_repeat_one() {
+        let mut tail = Followed::new("a\n");
+        tail.poll().unwrap();
+        let dir = tail.dir.path().to_owned();
+        let path = tail.path.clone();
+        let rotations = std::cell::Cell::new(0);
+        let rotate = move || {
+            rotations.set(rotations.get() + 1);
+            for n in (1..=16).rev() {
+                let from = dir.join(format!("app.log.{n}"));
+                if from.exists() {
+                    fs::rename(from, dir.join(format!("app.log.{}", n + 1))).unwrap();
+                }
+            }
+            fs::rename(&path, dir.join("app.log.1")).unwrap();
+            fs::write(&path, format!("r{}\n", rotations.get())).unwrap();
+        };
+        rotate();
+        rotate();
+        set_after_scan(rotate);
+        for _ in 0..4 {
+            tail.poll().unwrap();
+        }
+        set_after_scan(|| {});
+        let seen = lines(&tail.seen);
+        let once: std::collections::BTreeSet<&String> = seen.iter().collect();
+        assert_eq!(once.len(), seen.len(), "{seen:?}");
+        assert_eq!(seen[0], "a");
     }
 
     /// A file rotated after the current one but last written before it
@@ -557,6 +672,10 @@ mod tests {
     #[cfg(unix)]
     fn with_descriptor_limit<T>(limit: u64, f: impl FnOnce() -> T) -> T {
         use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+        // The limit is the process's: two tests lowering it at once would
+        // put back each other's.
+        static LIMITED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one_at_a_time = LIMITED.lock().unwrap_or_else(|e| e.into_inner());
         let old = getrlimit(Resource::Nofile);
         let lowered = Rlimit {
             current: Some(old.current.map_or(limit, |current| current.min(limit))),
