@@ -18,7 +18,11 @@
 //! present, even when its clock goes back. When it is
 //! no longer among them (retention deleted it, or compression replaced it
 //! by `app.log.N.gz`), the rotated files modified since it was last
-//! written are read instead. Compressed `.gz` files are skipped.
+//! written are read instead. Compressed `.gz` files are skipped, and so,
+//! with a notice on stderr, is a rotated file deleted or compressed between
+//! the look that chose it and its read. The rotated files are looked at by
+//! their paths and read one at a time, so a rotation takes one descriptor
+//! beyond the two held, however many rotated files there are.
 //!
 //! A file that shrinks below the offset read so far was truncated
 //! (`copytruncate`): it is read again from its start. A last line without
@@ -225,48 +229,63 @@ impl Follower {
     /// and older than `next`, oldest first, each to its end. The scan
     /// ([`choose_between`](Self::choose_between)) looks at the files by
     /// their paths, and each chosen file is opened, read and closed before
-    /// the next, so a directory of thousands of rotated files takes one
-    /// descriptor more than the two held (a review found `tail -F` failing
-    /// past 1,020 rotated files, each opened at once, and then again when
-    /// retention had deleted the followed file and every file left was
-    /// newer). The chosen files are known by their identities, fixed by the
-    /// two held handles: a chosen name that holds another file when opened,
-    /// or none (a rotation, or compression, since the scan), makes it scan
-    /// again, leaving out the files already read. After [`SCANS`] scans
-    /// that each found a name moved, what is left unread is reported on
-    /// stderr and skipped.
+    /// the next, so a rotation takes one descriptor beyond the two held (a
+    /// review found `tail -F` failing past 1,020 rotated files, each opened
+    /// at once, and then again when retention had deleted the followed file
+    /// and every file left was newer). The two held handles fix which files
+    /// lie between; the scan knows each by its identity. A chosen name that
+    /// holds another file when opened, or none (a rotation since the scan),
+    /// makes it scan again, leaving out the files already read. A file a
+    /// scan chose that the next scan does not find was deleted or
+    /// compressed before it was read: its lines are skipped, with a notice
+    /// on stderr. After [`SCANS`] scans in a row that read nothing, what is
+    /// left is skipped the same way.
     fn read_rotated_between(&self, next: &Source, emit: &mut Emit<'_>) -> Result<(), TailError> {
         let mut read: Vec<FileId> = Vec::new();
-        for _ in 0..SCANS {
+        let mut unread: Vec<(PathBuf, FileId)> = Vec::new();
+        let mut idle = 0;
+        loop {
             let chosen = self.choose_between(next)?;
             #[cfg(test)]
             tests::after_scan();
-            let mut moved = false;
-            for (path, id) in chosen.into_iter().rev() {
-                if read.contains(&id) {
-                    continue;
-                }
+            for (path, _) in unread
+                .iter()
+                .filter(|(_, id)| chosen.iter().all(|c| c.1 != *id))
+            {
+                skipped(path, "went before it was read (deleted or compressed)");
+            }
+            unread.clear();
+            let left: Vec<_> = chosen
+                .into_iter()
+                .rev()
+                .filter(|(_, id)| !read.contains(id))
+                .collect();
+            let mut left = left.into_iter();
+            let before = read.len();
+            while let Some((path, id)) = left.next() {
                 let opened = match File::open(&path) {
                     Ok(file) => Some(Source::new(&path, file)?),
                     Err(e) if e.kind() == io::ErrorKind::NotFound => None,
                     Err(e) => return Err(TailError::Read(path, e)),
                 };
                 let Some(mut source) = opened.filter(|source| source.id == id) else {
-                    moved = true;
+                    unread = std::iter::once((path, id)).chain(left).collect();
                     break;
                 };
                 source.finish(emit)?;
                 read.push(id);
             }
-            if !moved {
+            if unread.is_empty() {
+                return Ok(());
+            }
+            idle = if read.len() > before { 0 } else { idle + 1 };
+            if idle >= SCANS {
+                for (path, _) in &unread {
+                    skipped(path, "kept moving while rotated files were read");
+                }
                 return Ok(());
             }
         }
-        eprintln!(
-            "logbus tail: {}: rotated files kept moving while read; some may be skipped",
-            self.path.display()
-        );
-        Ok(())
     }
 
     /// [`read_rotated_between`](Self::read_rotated_between)'s scan: the
@@ -295,10 +314,19 @@ impl Follower {
             }
         }
         // `next` may itself have been rotated since it was opened.
-        let newer_than_next = seen
-            .iter()
-            .position(|(_, id, _)| *id == next.id)
-            .map_or(0, |at| at + 1);
+        let next_at = seen.iter().position(|(_, id, _)| *id == next.id);
+        let newer_than_next = next_at.map_or(0, |at| at + 1);
+        if next_at.is_none() && self.next_moved(next) {
+            // Rotated, then deleted or compressed: the files newer than it
+            // are known by their times (a review found them read, between
+            // older ones, after a rescan).
+            let until = next.modified();
+            seen.retain(|(_, id, modified)| match (modified, until) {
+                _ if *id == self.current.id => true,
+                (Some(modified), Some(until)) => *modified <= until,
+                _ => true,
+            });
+        }
         let chosen = match seen.iter().position(|(_, id, _)| *id == self.current.id) {
             Some(at) if at >= newer_than_next => seen.drain(newer_than_next..at).collect(),
             Some(_) => Vec::new(),
@@ -313,13 +341,26 @@ impl Follower {
         };
         Ok(chosen.into_iter().map(|(path, id, _)| (path, id)).collect())
     }
+
+    /// Whether the path no longer names `next` (rotated since it was
+    /// opened).
+    fn next_moved(&self, next: &Source) -> bool {
+        fs::metadata(&self.path).map_or(true, |live| file_id(&live) != next.id)
+    }
 }
 
-/// How many times [`Follower::read_rotated_between`] scans, when a name it
-/// chose holds another file, or none, once opened. Rotations by time come
-/// hours apart; by size under a flood, or with compression removing `.N`
-/// just after a rotation, a name may move again at once, and each scan
-/// leaves out the files already read.
+/// Says on stderr that `path`'s lines were skipped, and why.
+fn skipped(path: &Path, why: &str) {
+    eprintln!(
+        "logbus tail: {}: {why}; its lines are skipped",
+        path.display()
+    );
+}
+
+/// How many scans in a row that read nothing [`Follower::read_rotated_between`]
+/// makes before it gives up on the files left (names that move again at
+/// once: rotations by size under a flood). A scan that reads a file does
+/// not count.
 const SCANS: u32 = 3;
 
 /// What a rotated file's name says after `app.log.`, ordered newest
@@ -460,14 +501,26 @@ mod tests {
             std::cell::RefCell::new(Box::new(|| {}));
     }
 
-    /// Runs this thread's [`set_after_scan`] hook.
+    /// Runs this thread's [`AfterScan`] hook.
     pub(super) fn after_scan() {
         AFTER_SCAN.with(|hook| (hook.borrow_mut())());
     }
 
-    /// What runs after each scan of a rotation on this thread.
-    fn set_after_scan(hook: impl FnMut() + 'static) {
-        AFTER_SCAN.with(|slot| *slot.borrow_mut() = Box::new(hook));
+    /// What runs after each scan of a rotation on this thread, until the
+    /// guard goes (a failed assertion included).
+    struct AfterScan;
+
+    impl AfterScan {
+        fn set(hook: impl FnMut() + 'static) -> AfterScan {
+            AFTER_SCAN.with(|slot| *slot.borrow_mut() = Box::new(hook));
+            AfterScan
+        }
+    }
+
+    impl Drop for AfterScan {
+        fn drop(&mut self) {
+            AFTER_SCAN.with(|slot| *slot.borrow_mut() = Box::new(|| {}));
+        }
     }
 
     /// `app.log` in a directory of its own, written with `first`, followed
@@ -582,69 +635,112 @@ mod tests {
         assert_eq!(lines(&tail.seen), expected);
     }
 
+    /// Rotates the file at `path` as the appender does (`app.log.N` to
+    /// `N + 1`, `app.log` to `app.log.1`) and writes `next` into a new one.
+    fn rotate(path: &Path, next: &str) {
+        let rotated = |n: usize| path.with_file_name(format!("app.log.{n}"));
+        for n in (1..=16).rev() {
+            if rotated(n).exists() {
+                fs::rename(rotated(n), rotated(n + 1)).unwrap();
+            }
+        }
+        fs::rename(path, rotated(1)).unwrap();
+        fs::write(path, next).unwrap();
+    }
+
     /// A rotation between the scan and its opens: the chosen name holds
     /// the next file, so the scan runs again and reads each file once, in
     /// order.
+    #[cfg(unix)]
     #[test]
     fn a_rotation_between_the_scan_and_its_opens_is_scanned_again() {
         let mut tail = Followed::new("a\n");
         tail.poll().unwrap();
-        let rotate = |path: &Path, rotated: &dyn Fn(usize) -> PathBuf, next: &str| {
-            for n in (1..=4).rev() {
-                if rotated(n).exists() {
-                    fs::rename(rotated(n), rotated(n + 1)).unwrap();
-                }
-            }
-            fs::rename(path, rotated(1)).unwrap();
-            fs::write(path, next).unwrap();
-        };
-        let dir = tail.dir.path().to_owned();
-        let rotated = move |n: usize| dir.join(format!("app.log.{n}"));
-        rotate(&tail.path, &rotated, "b\n");
-        rotate(&tail.path, &rotated, "c\n");
+        rotate(&tail.path, "b\n");
+        rotate(&tail.path, "c\n");
         let (path, once) = (tail.path.clone(), std::cell::Cell::new(true));
-        set_after_scan(move || {
+        let _hook = AfterScan::set(move || {
             if once.replace(false) {
-                rotate(&path, &rotated, "d\n");
+                rotate(&path, "d\n");
             }
         });
         tail.poll().unwrap();
         tail.poll().unwrap();
-        set_after_scan(|| {});
         assert_eq!(lines(&tail.seen), ["a", "b", "c", "d"]);
     }
 
-    /// Names that move at every scan: after [`SCANS`] scans the rest is
-    /// skipped (and reported), and no line is read twice.
+    /// A chosen file deleted (compressed) after the scan, while an older
+    /// one is read: its lines are skipped with a notice, and the file read
+    /// before the rescan is not read again.
+    #[cfg(unix)]
+    #[test]
+    fn a_chosen_file_gone_before_it_is_read_is_skipped_once() {
+        let mut tail = Followed::new("a\n");
+        tail.poll().unwrap();
+        rotate(&tail.path, "b\n");
+        rotate(&tail.path, "c\n");
+        rotate(&tail.path, "d\n");
+        let (gone, once) = (tail.rotated(1), std::cell::Cell::new(true));
+        let _hook = AfterScan::set(move || {
+            if once.replace(false) {
+                fs::remove_file(&gone).unwrap();
+            }
+        });
+        tail.poll().unwrap();
+        assert_eq!(lines(&tail.seen), ["a", "b", "d"]);
+    }
+
+    /// The next file rotated twice and then deleted (compressed) while the
+    /// files before it are read: the file rotated after it is not read
+    /// among the older ones, but after it, once.
+    #[cfg(unix)]
+    #[test]
+    fn files_newer_than_a_next_file_since_deleted_wait_their_turn() {
+        let mut tail = Followed::new("a\n");
+        tail.poll().unwrap();
+        rotate(&tail.path, "b\n");
+        rotate(&tail.path, "c\n");
+        set_time(&tail.rotated(2), 100);
+        set_time(&tail.rotated(1), 500);
+        set_time(&tail.path, 1_000);
+        let (path, once) = (tail.path.clone(), std::cell::Cell::new(true));
+        let _hook = AfterScan::set(move || {
+            if once.replace(false) {
+                rotate(&path, "d\n");
+                set_time(&path.with_file_name("app.log.1"), 1_000);
+                rotate(&path, "e\n");
+                set_time(&path.with_file_name("app.log.1"), 2_000);
+                // The next file, compressed.
+                fs::remove_file(path.with_file_name("app.log.2")).unwrap();
+            }
+        });
+        tail.poll().unwrap();
+        tail.poll().unwrap();
+        assert_eq!(lines(&tail.seen), ["a", "b", "c", "d", "e"]);
+    }
+
+    /// Names that move at every scan: after [`SCANS`] scans in a row that
+    /// read nothing the rest is skipped, and no line is read twice.
+    #[cfg(unix)]
     #[test]
     fn names_that_keep_moving_skip_files_but_never_repeat_one() {
         let mut tail = Followed::new("a\n");
         tail.poll().unwrap();
-        let dir = tail.dir.path().to_owned();
-        let path = tail.path.clone();
-        let rotations = std::cell::Cell::new(0);
-        let rotate = move || {
+        let (path, rotations) = (tail.path.clone(), std::cell::Cell::new(0));
+        let again = move || {
             rotations.set(rotations.get() + 1);
-            for n in (1..=16).rev() {
-                let from = dir.join(format!("app.log.{n}"));
-                if from.exists() {
-                    fs::rename(from, dir.join(format!("app.log.{}", n + 1))).unwrap();
-                }
-            }
-            fs::rename(&path, dir.join("app.log.1")).unwrap();
-            fs::write(&path, format!("r{}\n", rotations.get())).unwrap();
+            rotate(&path, &format!("r{}\n", rotations.get()));
         };
-        rotate();
-        rotate();
-        set_after_scan(rotate);
+        again();
+        again();
+        let _hook = AfterScan::set(again);
         for _ in 0..4 {
             tail.poll().unwrap();
         }
-        set_after_scan(|| {});
         let seen = lines(&tail.seen);
         let once: std::collections::BTreeSet<&String> = seen.iter().collect();
         assert_eq!(once.len(), seen.len(), "{seen:?}");
-        assert_eq!(seen[0], "a");
+        assert_eq!(seen[0], "a", "{seen:?}");
     }
 
     /// A file rotated after the current one but last written before it
@@ -682,9 +778,15 @@ mod tests {
             maximum: old.maximum,
         };
         setrlimit(Resource::Nofile, lowered).unwrap();
-        let result = f();
-        setrlimit(Resource::Nofile, old).unwrap();
-        result
+        // Put back on the way out, a panic in `f` included.
+        struct Restore(Rlimit);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                let _ = setrlimit(Resource::Nofile, self.0);
+            }
+        }
+        let _restore = Restore(old);
+        f()
     }
 
     #[test]
