@@ -21,8 +21,10 @@
 //! written are read instead. Compressed `.gz` files are skipped, and so,
 //! with a notice on stderr, is a rotated file deleted or compressed between
 //! the look that chose it and its read. The rotated files are looked at by
-//! their paths and read one at a time, so a rotation takes one descriptor
-//! beyond the two held, however many rotated files there are.
+//! their paths, chosen by identity and read one at a time, found under
+//! their names of the moment if a rotation moved them meanwhile, so a
+//! rotation takes one descriptor beyond the two held, however many rotated
+//! files there are.
 //!
 //! A file that shrinks below the offset read so far was truncated
 //! (`copytruncate`): it is read again from its start. A last line without
@@ -228,64 +230,60 @@ impl Follower {
     /// Reads the rotated files (`app.log.N`) newer than the current file
     /// and older than `next`, oldest first, each to its end. The scan
     /// ([`choose_between`](Self::choose_between)) looks at the files by
-    /// their paths, and each chosen file is opened, read and closed before
-    /// the next, so a rotation takes one descriptor beyond the two held (a
-    /// review found `tail -F` failing past 1,020 rotated files, each opened
-    /// at once, and then again when retention had deleted the followed file
-    /// and every file left was newer). The two held handles fix which files
-    /// lie between; the scan knows each by its identity. A chosen name that
-    /// holds another file when opened, or none (a rotation since the scan),
-    /// makes it scan again, leaving out the files already read. A file a
-    /// scan chose that the next scan does not find was deleted or
-    /// compressed before it was read: its lines are skipped, with a notice
-    /// on stderr. After [`SCANS`] scans in a row that read nothing, what is
-    /// left is skipped the same way.
+    /// their paths and chooses them by identity, and each is opened, read
+    /// and closed before the next, so a rotation takes one descriptor
+    /// beyond the two held (a review found `tail -F` failing past 1,020
+    /// rotated files, each opened at once, and then again when retention
+    /// had deleted the followed file and every file left was newer). The
+    /// files chosen are the ones read: a chosen name that holds another
+    /// file when opened, or none (a rotation since the scan), sends it to
+    /// look for the names of the chosen files left ([`names`]), nothing
+    /// more; one no longer there was deleted or compressed before it was
+    /// read, and is skipped with a notice on stderr. After [`SCANS`] looks
+    /// in a row with no file read in between, the files left are skipped
+    /// the same way.
     fn read_rotated_between(&self, next: &Source, emit: &mut Emit<'_>) -> Result<(), TailError> {
-        let mut read: Vec<FileId> = Vec::new();
-        let mut unread: Vec<(PathBuf, FileId)> = Vec::new();
-        let mut idle = 0;
-        loop {
-            let chosen = self.choose_between(next)?;
-            #[cfg(test)]
-            tests::after_scan();
-            for (path, _) in unread
-                .iter()
-                .filter(|(_, id)| chosen.iter().all(|c| c.1 != *id))
-            {
-                skipped(path, "went before it was read (deleted or compressed)");
-            }
-            unread.clear();
-            let left: Vec<_> = chosen
-                .into_iter()
-                .rev()
-                .filter(|(_, id)| !read.contains(id))
-                .collect();
-            let mut left = left.into_iter();
-            let before = read.len();
-            while let Some((path, id)) = left.next() {
-                let opened = match File::open(&path) {
-                    Ok(file) => Some(Source::new(&path, file)?),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-                    Err(e) => return Err(TailError::Read(path, e)),
-                };
-                let Some(mut source) = opened.filter(|source| source.id == id) else {
-                    unread = std::iter::once((path, id)).chain(left).collect();
-                    break;
-                };
+        let mut left = self.choose_between(next)?;
+        #[cfg(test)]
+        tests::after_scan();
+        // Oldest last, taken from the end.
+        let mut looks = 0;
+        while let Some((path, id)) = left.last() {
+            let opened = match File::open(path) {
+                Ok(file) => Some(Source::new(path, file)?),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(e) => return Err(TailError::Read(path.clone(), e)),
+            };
+            if let Some(mut source) = opened.filter(|source| source.id == *id) {
                 source.finish(emit)?;
-                read.push(id);
+                left.pop();
+                looks = 0;
+                continue;
             }
-            if unread.is_empty() {
-                return Ok(());
-            }
-            idle = if read.len() > before { 0 } else { idle + 1 };
-            if idle >= SCANS {
-                for (path, _) in &unread {
+            looks += 1;
+            if looks > SCANS {
+                for (path, _) in left.iter().rev() {
                     skipped(path, "kept moving while rotated files were read");
                 }
                 return Ok(());
             }
+            let names = names(&self.path)?;
+            #[cfg(test)]
+            tests::after_scan();
+            left.retain_mut(
+                |(path, id)| match names.iter().find(|(_, named)| named == id) {
+                    Some((named, _)) => {
+                        path.clone_from(named);
+                        true
+                    }
+                    None => {
+                        skipped(path, "went before it was read (deleted or compressed)");
+                        false
+                    }
+                },
+            );
         }
+        Ok(())
     }
 
     /// [`read_rotated_between`](Self::read_rotated_between)'s scan: the
@@ -314,19 +312,10 @@ impl Follower {
             }
         }
         // `next` may itself have been rotated since it was opened.
-        let next_at = seen.iter().position(|(_, id, _)| *id == next.id);
-        let newer_than_next = next_at.map_or(0, |at| at + 1);
-        if next_at.is_none() && self.next_moved(next) {
-            // Rotated, then deleted or compressed: the files newer than it
-            // are known by their times (a review found them read, between
-            // older ones, after a rescan).
-            let until = next.modified();
-            seen.retain(|(_, id, modified)| match (modified, until) {
-                _ if *id == self.current.id => true,
-                (Some(modified), Some(until)) => *modified <= until,
-                _ => true,
-            });
-        }
+        let newer_than_next = seen
+            .iter()
+            .position(|(_, id, _)| *id == next.id)
+            .map_or(0, |at| at + 1);
         let chosen = match seen.iter().position(|(_, id, _)| *id == self.current.id) {
             Some(at) if at >= newer_than_next => seen.drain(newer_than_next..at).collect(),
             Some(_) => Vec::new(),
@@ -341,26 +330,37 @@ impl Follower {
         };
         Ok(chosen.into_iter().map(|(path, id, _)| (path, id)).collect())
     }
+}
 
-    /// Whether the path no longer names `next` (rotated since it was
-    /// opened).
-    fn next_moved(&self, next: &Source) -> bool {
-        fs::metadata(&self.path).map_or(true, |live| file_id(&live) != next.id)
+/// The rotated files of `path` now, each with its identity (by
+/// `fs::metadata`, no descriptor), newest first.
+fn names(path: &Path) -> Result<Vec<(PathBuf, FileId)>, TailError> {
+    let rotated = rotated_files(path).map_err(|e| TailError::Read(path.to_owned(), e))?;
+    let mut named = Vec::with_capacity(rotated.len());
+    for rotated in rotated {
+        match fs::metadata(&rotated) {
+            Ok(meta) => named.push((rotated, file_id(&meta))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(TailError::Read(rotated, e)),
+        }
     }
+    Ok(named)
 }
 
 /// Says on stderr that `path`'s lines were skipped, and why.
 fn skipped(path: &Path, why: &str) {
+    #[cfg(test)]
+    tests::skipped(path);
     eprintln!(
         "logbus tail: {}: {why}; its lines are skipped",
         path.display()
     );
 }
 
-/// How many scans in a row that read nothing [`Follower::read_rotated_between`]
-/// makes before it gives up on the files left (names that move again at
-/// once: rotations by size under a flood). A scan that reads a file does
-/// not count.
+/// How many looks for the chosen files' names in a row, with no file read
+/// in between, [`Follower::read_rotated_between`] makes before it gives up
+/// on the files left (names that move again at once: rotations by size
+/// under a flood).
 const SCANS: u32 = 3;
 
 /// What a rotated file's name says after `app.log.`, ordered newest
@@ -504,6 +504,27 @@ mod tests {
     /// Runs this thread's [`AfterScan`] hook.
     pub(super) fn after_scan() {
         AFTER_SCAN.with(|hook| (hook.borrow_mut())());
+    }
+
+    thread_local! {
+        /// The files `skipped` named on this thread.
+        static SKIPPED: std::cell::RefCell<Vec<PathBuf>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    /// Notes that `skipped` named `path`.
+    pub(super) fn skipped(path: &Path) {
+        SKIPPED.with(|skipped| skipped.borrow_mut().push(path.to_owned()));
+    }
+
+    /// The files skipped on this thread so far, by name.
+    fn skipped_names() -> Vec<String> {
+        SKIPPED.with(|skipped| {
+            let skipped = skipped.borrow();
+            skipped
+                .iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        })
     }
 
     /// What runs after each scan of a rotation on this thread, until the
@@ -667,6 +688,7 @@ mod tests {
         tail.poll().unwrap();
         tail.poll().unwrap();
         assert_eq!(lines(&tail.seen), ["a", "b", "c", "d"]);
+        assert!(skipped_names().is_empty());
     }
 
     /// A chosen file deleted (compressed) after the scan, while an older
@@ -688,11 +710,13 @@ mod tests {
         });
         tail.poll().unwrap();
         assert_eq!(lines(&tail.seen), ["a", "b", "d"]);
+        assert_eq!(skipped_names(), ["app.log.1"]);
     }
 
     /// The next file rotated twice and then deleted (compressed) while the
     /// files before it are read: the file rotated after it is not read
-    /// among the older ones, but after it, once.
+    /// among the older ones (a review found `a b d c d e`), but after it,
+    /// once, even with the same modification time.
     #[cfg(unix)]
     #[test]
     fn files_newer_than_a_next_file_since_deleted_wait_their_turn() {
@@ -709,7 +733,8 @@ mod tests {
                 rotate(&path, "d\n");
                 set_time(&path.with_file_name("app.log.1"), 1_000);
                 rotate(&path, "e\n");
-                set_time(&path.with_file_name("app.log.1"), 2_000);
+                // Written in the same tick as the next file (a flood).
+                set_time(&path.with_file_name("app.log.1"), 1_000);
                 // The next file, compressed.
                 fs::remove_file(path.with_file_name("app.log.2")).unwrap();
             }
@@ -717,6 +742,7 @@ mod tests {
         tail.poll().unwrap();
         tail.poll().unwrap();
         assert_eq!(lines(&tail.seen), ["a", "b", "c", "d", "e"]);
+        assert!(skipped_names().is_empty());
     }
 
     /// Names that move at every scan: after [`SCANS`] scans in a row that
@@ -741,6 +767,7 @@ mod tests {
         let once: std::collections::BTreeSet<&String> = seen.iter().collect();
         assert_eq!(once.len(), seen.len(), "{seen:?}");
         assert_eq!(seen[0], "a", "{seen:?}");
+        assert!(!skipped_names().is_empty(), "{seen:?}");
     }
 
     /// A file rotated after the current one but last written before it
