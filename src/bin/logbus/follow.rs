@@ -73,18 +73,22 @@ impl fmt::Display for TailError {
     }
 }
 
-/// What tells two files apart: (device, inode).
-type FileId = (u64, u64);
+/// What tells two files apart: (device, inode, birth time where the file
+/// system keeps one). The birth time tells a file from a later one that
+/// took its freed inode (a review found a rotated file deleted while
+/// `tail` read the ones before it, its inode reused at once by a new file,
+/// that file read in its place).
+type FileId = (u64, u64, Option<SystemTime>);
 
 #[cfg(unix)]
 fn file_id(meta: &Metadata) -> FileId {
     use std::os::unix::fs::MetadataExt;
-    (meta.dev(), meta.ino())
+    (meta.dev(), meta.ino(), meta.created().ok())
 }
 
 #[cfg(not(unix))]
 fn file_id(_meta: &Metadata) -> FileId {
-    (0, 0)
+    (0, 0, None)
 }
 
 /// How much is read at once.
@@ -235,13 +239,13 @@ impl Follower {
     /// beyond the two held (a review found `tail -F` failing past 1,020
     /// rotated files, each opened at once, and then again when retention
     /// had deleted the followed file and every file left was newer). The
-    /// files chosen are the ones read: a chosen name that holds another
-    /// file when opened, or none (a rotation since the scan), sends it to
-    /// look for the names of the chosen files left ([`names`]), nothing
-    /// more; one no longer there was deleted or compressed before it was
-    /// read, and is skipped with a notice on stderr. After [`SCANS`] looks
-    /// in a row with no file read in between, the files left are skipped
-    /// the same way.
+    /// files chosen are the ones read, in their order: a chosen name that
+    /// holds another file when opened, or none (a rotation since the
+    /// scan), sends it to look up the chosen files' names again
+    /// ([`names`]), nothing more. A chosen file not found under any name
+    /// after [`SCANS`] such looks in a row was deleted or compressed before
+    /// it was read (or keeps moving): it is skipped, with a notice on
+    /// stderr, and the next one is read.
     fn read_rotated_between(&self, next: &Source, emit: &mut Emit<'_>) -> Result<(), TailError> {
         let mut left = self.choose_between(next)?;
         #[cfg(test)]
@@ -262,26 +266,24 @@ impl Follower {
             }
             looks += 1;
             if looks > SCANS {
-                for (path, _) in left.iter().rev() {
-                    skipped(path, "kept moving while rotated files were read");
-                }
-                return Ok(());
+                skipped(
+                    path,
+                    "went before it was read (deleted, compressed or moving)",
+                );
+                left.pop();
+                looks = 0;
+                continue;
             }
+            // Moved: the chosen files' names now (a name not found may be
+            // a rename between the listing and its look: looked for again).
             let names = names(&self.path)?;
             #[cfg(test)]
             tests::after_scan();
-            left.retain_mut(
-                |(path, id)| match names.iter().find(|(_, named)| named == id) {
-                    Some((named, _)) => {
-                        path.clone_from(named);
-                        true
-                    }
-                    None => {
-                        skipped(path, "went before it was read (deleted or compressed)");
-                        false
-                    }
-                },
-            );
+            for (path, id) in &mut left {
+                if let Some((named, _)) = names.iter().find(|(_, named)| named == id) {
+                    path.clone_from(named);
+                }
+            }
         }
         Ok(())
     }
@@ -358,9 +360,9 @@ fn skipped(path: &Path, why: &str) {
 }
 
 /// How many looks for the chosen files' names in a row, with no file read
-/// in between, [`Follower::read_rotated_between`] makes before it gives up
-/// on the files left (names that move again at once: rotations by size
-/// under a flood).
+/// in between, [`Follower::read_rotated_between`] makes before it skips the
+/// oldest file left (deleted, or a name that moves again at once:
+/// rotations by size under a flood).
 const SCANS: u32 = 3;
 
 /// What a rotated file's name says after `app.log.`, ordered newest
@@ -496,7 +498,8 @@ mod tests {
     }
 
     thread_local! {
-        /// Run after each scan of `read_rotated_between` on this thread.
+        /// Run after the scan of `read_rotated_between` on this thread, and
+        /// after each look for names.
         static AFTER_SCAN: std::cell::RefCell<Box<dyn FnMut()>> =
             std::cell::RefCell::new(Box::new(|| {}));
     }
@@ -527,8 +530,8 @@ mod tests {
         })
     }
 
-    /// What runs after each scan of a rotation on this thread, until the
-    /// guard goes (a failed assertion included).
+    /// What runs after a rotation's scan and each look for names on this
+    /// thread, until the guard goes (a failed assertion included).
     struct AfterScan;
 
     impl AfterScan {
@@ -669,21 +672,30 @@ mod tests {
         fs::write(path, next).unwrap();
     }
 
-    /// A rotation between the scan and its opens: the chosen name holds
-    /// the next file, so the scan runs again and reads each file once, in
-    /// order.
-    #[cfg(unix)]
-    #[test]
-    fn a_rotation_between_the_scan_and_its_opens_is_scanned_again() {
+    /// `app.log` followed from "a", then rotated twice ("b", "c" after it),
+    /// with `meanwhile` run at the next rotation's scan, once.
+    fn a_b_c_then(meanwhile: impl FnOnce(&Path) + 'static) -> (Followed, AfterScan) {
         let mut tail = Followed::new("a\n");
         tail.poll().unwrap();
         rotate(&tail.path, "b\n");
         rotate(&tail.path, "c\n");
-        let (path, once) = (tail.path.clone(), std::cell::Cell::new(true));
-        let _hook = AfterScan::set(move || {
-            if once.replace(false) {
-                rotate(&path, "d\n");
+        let (path, mut meanwhile) = (tail.path.clone(), Some(meanwhile));
+        let hook = AfterScan::set(move || {
+            if let Some(meanwhile) = meanwhile.take() {
+                meanwhile(&path);
             }
+        });
+        (tail, hook)
+    }
+
+    /// A rotation between the scan and its opens: the chosen name holds
+    /// the next file, so the chosen files' names are looked up again, and
+    /// each is read once, in order.
+    #[cfg(unix)]
+    #[test]
+    fn a_rotation_between_the_scan_and_its_opens_is_followed() {
+        let (mut tail, _hook) = a_b_c_then(move |path| {
+            rotate(path, "d\n");
         });
         tail.poll().unwrap();
         tail.poll().unwrap();
@@ -713,6 +725,24 @@ mod tests {
         assert_eq!(skipped_names(), ["app.log.1"]);
     }
 
+    /// A chosen file deleted before its read, and two rotations after it,
+    /// whose new files may take its freed inode (ext4 gives it to the next
+    /// file made): the file under its name then is not it (birth times
+    /// differ), and is read in its turn, once (a review found `a d c d e`).
+    #[cfg(unix)]
+    #[test]
+    fn a_new_file_on_a_deleted_chosen_files_inode_is_not_read_in_its_place() {
+        let (mut tail, _hook) = a_b_c_then(move |path| {
+            fs::remove_file(path.with_file_name("app.log.1")).unwrap();
+            rotate(path, "d\n");
+            rotate(path, "e\n");
+        });
+        tail.poll().unwrap();
+        tail.poll().unwrap();
+        assert_eq!(lines(&tail.seen), ["a", "c", "d", "e"]);
+        assert_eq!(skipped_names(), ["app.log.1"]);
+    }
+
     /// The next file rotated twice and then deleted (compressed) while the
     /// files before it are read: the file rotated after it is not read
     /// among the older ones (a review found `a b d c d e`), but after it,
@@ -731,7 +761,6 @@ mod tests {
         let _hook = AfterScan::set(move || {
             if once.replace(false) {
                 rotate(&path, "d\n");
-                set_time(&path.with_file_name("app.log.1"), 1_000);
                 rotate(&path, "e\n");
                 // Written in the same tick as the next file (a flood).
                 set_time(&path.with_file_name("app.log.1"), 1_000);
@@ -745,8 +774,9 @@ mod tests {
         assert!(skipped_names().is_empty());
     }
 
-    /// Names that move at every scan: after [`SCANS`] scans in a row that
-    /// read nothing the rest is skipped, and no line is read twice.
+    /// Names that move at every look: after more than [`SCANS`] looks in a
+    /// row that read nothing a file is skipped, and no line is read twice
+    /// or out of order.
     #[cfg(unix)]
     #[test]
     fn names_that_keep_moving_skip_files_but_never_repeat_one() {
@@ -764,9 +794,9 @@ mod tests {
             tail.poll().unwrap();
         }
         let seen = lines(&tail.seen);
-        let once: std::collections::BTreeSet<&String> = seen.iter().collect();
-        assert_eq!(once.len(), seen.len(), "{seen:?}");
         assert_eq!(seen[0], "a", "{seen:?}");
+        let rotations: Vec<u32> = seen[1..].iter().map(|l| l[1..].parse().unwrap()).collect();
+        assert!(rotations.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
         assert!(!skipped_names().is_empty(), "{seen:?}");
     }
 
