@@ -73,22 +73,37 @@ impl fmt::Display for TailError {
     }
 }
 
-/// What tells two files apart: (device, inode, birth time where the file
-/// system keeps one). The birth time tells a file from a later one that
-/// took its freed inode (a review found a rotated file deleted while
-/// `tail` read the ones before it, its inode reused at once by a new file,
-/// that file read in its place).
-type FileId = (u64, u64, Option<SystemTime>);
+/// What tells two files apart: (device, inode). A file held open keeps
+/// its inode, so this is enough for the current file and the next one.
+type FileId = (u64, u64);
 
 #[cfg(unix)]
 fn file_id(meta: &Metadata) -> FileId {
     use std::os::unix::fs::MetadataExt;
-    (meta.dev(), meta.ino(), meta.created().ok())
+    (meta.dev(), meta.ino())
 }
 
 #[cfg(not(unix))]
 fn file_id(_meta: &Metadata) -> FileId {
-    (0, 0, None)
+    (0, 0)
+}
+
+/// A file's birth time, where the file system gives one (`statx`): it
+/// tells a rotated file from a later one on its freed inode, since the
+/// rotated files chosen for reading are not held open (a review found a
+/// deleted file's inode reused at once, on ext4, by a new file that was
+/// then read in its place). Not where there is none (musl builds, NFSv3,
+/// ext4 with small inodes, most FUSE file systems), and never for the held
+/// files: overlayfs gives a file a new birth time when it copies it up.
+fn born(meta: &Metadata) -> Option<SystemTime> {
+    meta.created().ok()
+}
+
+/// Whether a chosen rotated file (`id`, `born`) is the one opened or
+/// looked at (`other`): the same inode, and the same birth time unless
+/// either lacks one.
+fn same_file(id: FileId, born: Option<SystemTime>, other: (FileId, Option<SystemTime>)) -> bool {
+    id == other.0 && born.zip(other.1).map_or(true, |(a, b)| a == b)
 }
 
 /// How much is read at once.
@@ -102,6 +117,8 @@ pub(crate) struct Source {
     path: PathBuf,
     file: File,
     id: FileId,
+    /// Its birth time, if known ([`born`]).
+    born: Option<SystemTime>,
     offset: u64,
     pending: Vec<u8>,
 }
@@ -121,6 +138,7 @@ impl Source {
             path: path.to_owned(),
             file,
             id: file_id(&meta),
+            born: born(&meta),
             offset: 0,
             pending: Vec::new(),
         })
@@ -252,13 +270,14 @@ impl Follower {
         tests::after_scan();
         // Oldest last, taken from the end.
         let mut looks = 0;
-        while let Some((path, id)) = left.last() {
+        while let Some((path, id, born)) = left.last() {
             let opened = match File::open(path) {
                 Ok(file) => Some(Source::new(path, file)?),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => None,
                 Err(e) => return Err(TailError::Read(path.clone(), e)),
             };
-            if let Some(mut source) = opened.filter(|source| source.id == *id) {
+            let chosen = (*id, *born);
+            if let Some(mut source) = opened.filter(|s| same_file(s.id, s.born, chosen)) {
                 source.finish(emit)?;
                 left.pop();
                 looks = 0;
@@ -279,8 +298,11 @@ impl Follower {
             let names = names(&self.path)?;
             #[cfg(test)]
             tests::after_scan();
-            for (path, id) in &mut left {
-                if let Some((named, _)) = names.iter().find(|(_, named)| named == id) {
+            for (path, id, born) in &mut left {
+                let this = |(_, other_id, other_born): &&Named| {
+                    same_file(*other_id, *other_born, (*id, *born))
+                };
+                if let Some((named, _, _)) = names.iter().find(this) {
                     path.clone_from(named);
                 }
             }
@@ -291,12 +313,13 @@ impl Follower {
     /// [`read_rotated_between`](Self::read_rotated_between)'s scan: the
     /// paths and identities of the files to read, newest first, each
     /// looked at with `fs::metadata` (no descriptor).
-    fn choose_between(&self, next: &Source) -> Result<Vec<(PathBuf, FileId)>, TailError> {
+    fn choose_between(&self, next: &Source) -> Result<Vec<Named>, TailError> {
         let rotated =
             rotated_files(&self.path).map_err(|e| TailError::Read(self.path.clone(), e))?;
         let since = self.current.modified();
         // Newest first: app.log.1, app.log.2, ... (or the latest date first).
-        let mut seen: Vec<(PathBuf, FileId, Option<SystemTime>)> = Vec::new();
+        // Each with its modification time.
+        let mut seen: Vec<(PathBuf, FileId, Option<SystemTime>, Option<SystemTime>)> = Vec::new();
         for path in rotated {
             let meta = match fs::metadata(&path) {
                 Ok(meta) => meta,
@@ -306,8 +329,8 @@ impl Follower {
             };
             let id = file_id(&meta);
             // A rotation during the listing can show one file twice.
-            if seen.iter().all(|(_, seen, _)| *seen != id) {
-                seen.push((path, id, meta.modified().ok()));
+            if seen.iter().all(|(_, seen, _, _)| *seen != id) {
+                seen.push((path, id, born(&meta), meta.modified().ok()));
             }
             if id == self.current.id {
                 break;
@@ -316,32 +339,38 @@ impl Follower {
         // `next` may itself have been rotated since it was opened.
         let newer_than_next = seen
             .iter()
-            .position(|(_, id, _)| *id == next.id)
+            .position(|(_, id, _, _)| *id == next.id)
             .map_or(0, |at| at + 1);
-        let chosen = match seen.iter().position(|(_, id, _)| *id == self.current.id) {
+        let chosen = match seen.iter().position(|(_, id, _, _)| *id == self.current.id) {
             Some(at) if at >= newer_than_next => seen.drain(newer_than_next..at).collect(),
             Some(_) => Vec::new(),
             None => seen
                 .drain(newer_than_next..)
-                .filter(|(_, id, _)| *id != next.id)
-                .filter(|(_, _, modified)| match (since, modified) {
+                .filter(|(_, id, _, _)| *id != next.id)
+                .filter(|(_, _, _, modified)| match (since, modified) {
                     (Some(since), Some(modified)) => *modified >= since,
                     _ => false,
                 })
                 .collect(),
         };
-        Ok(chosen.into_iter().map(|(path, id, _)| (path, id)).collect())
+        Ok(chosen
+            .into_iter()
+            .map(|(path, id, born, _)| (path, id, born))
+            .collect())
     }
 }
 
+/// A rotated file's name, identity and birth time.
+type Named = (PathBuf, FileId, Option<SystemTime>);
+
 /// The rotated files of `path` now, each with its identity (by
 /// `fs::metadata`, no descriptor), newest first.
-fn names(path: &Path) -> Result<Vec<(PathBuf, FileId)>, TailError> {
+fn names(path: &Path) -> Result<Vec<Named>, TailError> {
     let rotated = rotated_files(path).map_err(|e| TailError::Read(path.to_owned(), e))?;
     let mut named = Vec::with_capacity(rotated.len());
     for rotated in rotated {
         match fs::metadata(&rotated) {
-            Ok(meta) => named.push((rotated, file_id(&meta))),
+            Ok(meta) => named.push((rotated, file_id(&meta), born(&meta))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(TailError::Read(rotated, e)),
         }
