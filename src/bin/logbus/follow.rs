@@ -88,22 +88,31 @@ fn file_id(_meta: &Metadata) -> FileId {
     (0, 0)
 }
 
-/// A file's birth time, where the file system gives one (`statx`): it
-/// tells a rotated file from a later one on its freed inode, since the
-/// rotated files chosen for reading are not held open (a review found a
-/// deleted file's inode reused at once, on ext4, by a new file that was
-/// then read in its place). Not where there is none (musl builds, NFSv3,
-/// ext4 with small inodes, most FUSE file systems), and never for the held
-/// files: overlayfs gives a file a new birth time when it copies it up.
-fn born(meta: &Metadata) -> Option<SystemTime> {
-    meta.created().ok()
+/// A file's birth time, modification time and length, the times where
+/// known. With its inode, they tell a rotated file from a later one on its
+/// freed inode, since the rotated files chosen for reading are not held
+/// open (a review found a deleted file's inode reused at once, on ext4, by
+/// a new file that was then read in its place). The birth time (`statx`)
+/// is missing on musl builds, NFSv3, ext4 with small inodes and most FUSE
+/// file systems, and overlayfs gives a file a new one when it copies it up
+/// (as a rename of a file of a lower layer does), so the held files do
+/// without.
+type Times = (Option<SystemTime>, Option<SystemTime>, u64);
+
+fn times(meta: &Metadata) -> Times {
+    (meta.created().ok(), meta.modified().ok(), meta.len())
 }
 
-/// Whether a chosen rotated file (`id`, `born`) is the one opened or
+/// Whether a chosen rotated file (`id`, `times`) is the one opened or
 /// looked at (`other`): the same inode, and the same birth time unless
-/// either lacks one.
-fn same_file(id: FileId, born: Option<SystemTime>, other: (FileId, Option<SystemTime>)) -> bool {
-    id == other.0 && born.zip(other.1).map_or(true, |(a, b)| a == b)
+/// either lacks one, or else the same modification time and length (a
+/// copy-up keeps both; a new file on the freed inode was written since).
+fn same_file(id: FileId, times: Times, other: (FileId, Times)) -> bool {
+    let (born, modified, len) = times;
+    let (other_id, (other_born, other_modified, other_len)) = other;
+    id == other_id
+        && (born.zip(other_born).map_or(true, |(a, b)| a == b)
+            || modified.is_some() && modified == other_modified && len == other_len)
 }
 
 /// How much is read at once.
@@ -117,8 +126,8 @@ pub(crate) struct Source {
     path: PathBuf,
     file: File,
     id: FileId,
-    /// Its birth time, if known ([`born`]).
-    born: Option<SystemTime>,
+    /// Its birth and modification times when opened ([`times`]).
+    times: Times,
     offset: u64,
     pending: Vec<u8>,
 }
@@ -138,7 +147,7 @@ impl Source {
             path: path.to_owned(),
             file,
             id: file_id(&meta),
-            born: born(&meta),
+            times: times(&meta),
             offset: 0,
             pending: Vec::new(),
         })
@@ -270,14 +279,14 @@ impl Follower {
         tests::after_scan();
         // Oldest last, taken from the end.
         let mut looks = 0;
-        while let Some((path, id, born)) = left.last() {
+        while let Some((path, id, chosen_times)) = left.last() {
             let opened = match File::open(path) {
                 Ok(file) => Some(Source::new(path, file)?),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => None,
                 Err(e) => return Err(TailError::Read(path.clone(), e)),
             };
-            let chosen = (*id, *born);
-            if let Some(mut source) = opened.filter(|s| same_file(s.id, s.born, chosen)) {
+            let chosen = (*id, *chosen_times);
+            if let Some(mut source) = opened.filter(|s| same_file(s.id, s.times, chosen)) {
                 source.finish(emit)?;
                 left.pop();
                 looks = 0;
@@ -298,9 +307,9 @@ impl Follower {
             let names = names(&self.path)?;
             #[cfg(test)]
             tests::after_scan();
-            for (path, id, born) in &mut left {
+            for (path, id, chosen_times) in &mut left {
                 let this = |(_, other_id, other_born): &&Named| {
-                    same_file(*other_id, *other_born, (*id, *born))
+                    same_file(*other_id, *other_born, (*id, *chosen_times))
                 };
                 if let Some((named, _, _)) = names.iter().find(this) {
                     path.clone_from(named);
@@ -318,8 +327,7 @@ impl Follower {
             rotated_files(&self.path).map_err(|e| TailError::Read(self.path.clone(), e))?;
         let since = self.current.modified();
         // Newest first: app.log.1, app.log.2, ... (or the latest date first).
-        // Each with its modification time.
-        let mut seen: Vec<(PathBuf, FileId, Option<SystemTime>, Option<SystemTime>)> = Vec::new();
+        let mut seen: Vec<Named> = Vec::new();
         for path in rotated {
             let meta = match fs::metadata(&path) {
                 Ok(meta) => meta,
@@ -329,8 +337,8 @@ impl Follower {
             };
             let id = file_id(&meta);
             // A rotation during the listing can show one file twice.
-            if seen.iter().all(|(_, seen, _, _)| *seen != id) {
-                seen.push((path, id, born(&meta), meta.modified().ok()));
+            if seen.iter().all(|(_, seen, _)| *seen != id) {
+                seen.push((path, id, times(&meta)));
             }
             if id == self.current.id {
                 break;
@@ -339,29 +347,26 @@ impl Follower {
         // `next` may itself have been rotated since it was opened.
         let newer_than_next = seen
             .iter()
-            .position(|(_, id, _, _)| *id == next.id)
+            .position(|(_, id, _)| *id == next.id)
             .map_or(0, |at| at + 1);
-        let chosen = match seen.iter().position(|(_, id, _, _)| *id == self.current.id) {
+        let chosen = match seen.iter().position(|(_, id, _)| *id == self.current.id) {
             Some(at) if at >= newer_than_next => seen.drain(newer_than_next..at).collect(),
             Some(_) => Vec::new(),
             None => seen
                 .drain(newer_than_next..)
-                .filter(|(_, id, _, _)| *id != next.id)
-                .filter(|(_, _, _, modified)| match (since, modified) {
+                .filter(|(_, id, _)| *id != next.id)
+                .filter(|(_, _, (_, modified, _))| match (since, modified) {
                     (Some(since), Some(modified)) => *modified >= since,
                     _ => false,
                 })
                 .collect(),
         };
-        Ok(chosen
-            .into_iter()
-            .map(|(path, id, born, _)| (path, id, born))
-            .collect())
+        Ok(chosen)
     }
 }
 
-/// A rotated file's name, identity and birth time.
-type Named = (PathBuf, FileId, Option<SystemTime>);
+/// A rotated file's name, identity and times.
+type Named = (PathBuf, FileId, Times);
 
 /// The rotated files of `path` now, each with its identity (by
 /// `fs::metadata`, no descriptor), newest first.
@@ -370,7 +375,7 @@ fn names(path: &Path) -> Result<Vec<Named>, TailError> {
     let mut named = Vec::with_capacity(rotated.len());
     for rotated in rotated {
         match fs::metadata(&rotated) {
-            Ok(meta) => named.push((rotated, file_id(&meta), born(&meta))),
+            Ok(meta) => named.push((rotated, file_id(&meta), times(&meta))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(TailError::Read(rotated, e)),
         }
@@ -770,6 +775,22 @@ mod tests {
         tail.poll().unwrap();
         assert_eq!(lines(&tail.seen), ["a", "c", "d", "e"]);
         assert_eq!(skipped_names(), ["app.log.1"]);
+    }
+
+    /// A rotated file's identity beyond its inode: its birth time where
+    /// both sides have one, or else its modification time and length (an
+    /// overlayfs copy-up gives it a new birth time and keeps those).
+    #[test]
+    fn a_rotated_file_is_told_by_birth_time_or_by_time_and_length() {
+        let at = |secs| Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs));
+        let id = (1, 2);
+        let chosen = (at(10), at(20), 5);
+        assert!(same_file(id, chosen, (id, (at(10), at(30), 9))));
+        assert!(same_file(id, chosen, (id, (None, at(30), 9))));
+        assert!(same_file(id, chosen, (id, (at(11), at(20), 5))));
+        assert!(!same_file(id, chosen, (id, (at(11), at(20), 6))));
+        assert!(!same_file(id, chosen, (id, (at(11), at(21), 5))));
+        assert!(!same_file(id, chosen, ((1, 3), chosen)));
     }
 
     /// The next file rotated twice and then deleted (compressed) while the
