@@ -774,3 +774,50 @@ fn copies_skip_what_a_replay_from_ahead_has_not_reached() {
 fn copies_race_unsubscribe() {
     races_unsubscribe(Some(Check::default()));
 }
+
+/// Copies to subscriptions that sit between others the route does not
+/// reach (the first, a middle and the last of the broker's, with others
+/// around them): each one the route reaches gets every call, once and in
+/// order, and the others none.
+#[test]
+fn copies_reach_the_routes_subscriptions_among_others() {
+    common::enable_all_levels();
+    let broker = logbus::builder().build().unwrap();
+    let mut reached = Vec::new();
+    let mut others = Vec::new();
+    for (i, topic) in [
+        "info.app.#",
+        "info.other",
+        "info.app.#",
+        "warn.#",
+        "info.app.#",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (memory, handle) = logbus::Memory::new();
+        let builder = Subscription::builder(format!("s{i}"), memory).pattern(topic);
+        broker.subscribe(builder).unwrap();
+        if topic == "info.app.#" {
+            reached.push(handle);
+        } else {
+            others.push(handle);
+        }
+    }
+    for i in 0..100u64 {
+        log::info!(logger: broker.handle(), target: "app::db", "m{i}");
+    }
+    broker.flush().unwrap();
+    let expected: Vec<String> = (0..100).map(|i| format!("m{i}")).collect();
+    for handle in &reached {
+        let messages: Vec<String> = handle
+            .records()
+            .iter()
+            .map(|r| r.message().to_owned())
+            .collect();
+        assert_eq!(messages, expected);
+    }
+    for handle in &others {
+        assert!(handle.records().is_empty());
+    }
+}

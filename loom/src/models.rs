@@ -47,7 +47,7 @@ struct Sub {
 
 /// A publisher as `src/broker/publish/` runs it: mark the lane busy,
 /// the gate's fence, push, leave, then wake a worker that said it sleeps
-/// (`PublishGate`'s and `LaneGate`'s drop).
+/// (`PublishGate`'s, `LaneGate`'s and `CopiesGate`'s drop).
 fn publish(sub: &Sub) {
     sub.lane.busy.enter();
     gate::fence();

@@ -184,9 +184,18 @@ pub(super) fn stamp_converted() -> Stamp {
 fn converted_here(ticks: u64) -> Option<i64> {
     let last = LAST_CONVERTED.try_with(|cell| cell.replace(ticks)).ok()?;
     let anchor = ANCHOR.try_with(Cell::get).ok()?;
-    anchor
-        .map_or(true, |anchor| anchor.worth_converting(ticks, last))
-        .then(|| to_unix_nanos(ticks))
+    match anchor {
+        // The usual case, converted as `to_unix_nanos` converts it with
+        // no second look at the thread-locals: the anchor reaches `ticks`,
+        // which, read after the anchor, is newer than it (`in_order`).
+        Some(anchor) if anchor.converts(ticks) && ticks > anchor.ticks() => {
+            let nanos = anchor.unix_nanos_at(ticks);
+            debug_assert_eq!(nanos, to_unix_nanos(ticks), "as the long way converts it");
+            Some(nanos)
+        }
+        Some(anchor) if !anchor.worth_converting(ticks, last) => None,
+        _ => Some(to_unix_nanos(ticks)),
+    }
 }
 
 /// The converter of a stamp converted already ([`stamp_converted`]): its

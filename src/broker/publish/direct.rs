@@ -6,15 +6,16 @@
 //! subscription takes [`publish_direct`](BrokerShared::publish_direct)'s
 //! [`LaneGate`], its one lane; several take
 //! [`publish_copies`](BrokerShared::publish_copies), which the usual path
-//! offers them first, through its [`PublishGate`], with the stamp
-//! converted on this thread so that the copies have one time. Every step
+//! offers them first, through [`CopiesGate`] (a [`LaneGate`] for each
+//! lane), with the stamp converted on this thread so that the copies have
+//! one time. Every step
 //! the usual path takes for a record (`seq`, the gate, the generation and
 //! shutdown re-checks, the overflow policy, the wake-up) is taken here for
 //! the parts, in the same order.
 
 use logbus_appenders::__private_api as produce;
 
-use super::{leave, Make, PublishGate};
+use super::{leave, Make};
 use crate::broker::BrokerShared;
 use crate::queue::{self, Item, LaneProducer};
 use crate::recycle::Stash;
@@ -145,11 +146,7 @@ impl BrokerShared {
         if ids.is_empty() {
             return Direct::Done;
         }
-        // Wide from the start: the first parts would widen a narrow ring.
-        for &i in ids {
-            lanes[i as usize].get_or_insert_with(|| entry(i).sub.queue.new_lane(true));
-        }
-        let mut gate = PublishGate::enter(snapshot, lanes, ids, false);
+        let mut gate = CopiesGate::enter(snapshot, lanes, ids);
         queue::gate_fence();
         // Relaxed, after the fence: as in `publish_usual`.
         if self.generation.load(Ordering::Relaxed) != snapshot.generation {
@@ -161,8 +158,8 @@ impl BrokerShared {
             self.count_after_shutdown(snapshot, ids);
             return Direct::Done;
         }
-        for &i in ids {
-            gate.push(i, Item::Parts(parts), |dropped| stash.reclaim(dropped));
+        for (lane, sub) in gate.lanes.iter_mut().flatten() {
+            sub.push_lane(lane, Item::Parts(parts), |dropped| stash.reclaim(dropped));
         }
         Direct::Done
         // `gate` drops here: every lane leaves, the workers are woken.
@@ -208,7 +205,7 @@ pub(super) enum Direct {
     Reroute,
 }
 
-/// The direct path's gate: [`PublishGate`] for one subscription, whose
+/// The direct path's gate: [`PublishGate`](super::PublishGate) for one subscription, whose
 /// lane the call always uses (a direct call never goes through a temporary
 /// view). The lane is marked busy by `enter` (made, wide, if this thread
 /// has none yet); dropping the gate leaves it (also on unwinding) and wakes
@@ -230,11 +227,75 @@ impl<'v> LaneGate<'v> {
 }
 
 impl Drop for LaneGate<'_> {
-    /// As [`PublishGate`]'s drop, for its one lane.
+    /// As [`PublishGate`](super::PublishGate)'s drop, for its one lane.
     #[inline]
     fn drop(&mut self) {
         let cede = leave(self.lane, self.sub);
         self.sub.queue.waker.wake_if_sleeping();
+        if cede {
+            queue::cede();
+        }
+    }
+}
+
+/// The copies' gate: [`LaneGate`] for each of up to [`COPIES`]
+/// subscriptions, as [`PublishGate`](super::PublishGate) is for a chosen
+/// set: every lane is marked busy by `enter` (made, wide, where this thread
+/// has none yet); dropping the gate leaves every lane, then wakes the
+/// workers that said they sleep, then cedes the core if a lane asked
+/// (outside every gate). Each lane is held as it is found, not looked up
+/// again by its index for each step.
+struct CopiesGate<'v> {
+    lanes: [Option<(&'v mut LaneProducer, &'v SubShared)>; COPIES],
+}
+
+impl<'v> CopiesGate<'v> {
+    /// Marks this thread's lanes into the subscriptions `ids` names busy
+    /// (`ids`: ascending snapshot indices, at most [`COPIES`], as a route's
+    /// entries are); the caller then issues the fence.
+    #[inline]
+    fn enter(
+        snapshot: &'v Snapshot,
+        lanes: &'v mut [Option<LaneProducer>],
+        ids: &[u32],
+    ) -> CopiesGate<'v> {
+        debug_assert!(ids.len() <= COPIES, "one lane held per copy");
+        let mut gate = CopiesGate {
+            lanes: [None, None, None, None],
+        };
+        // Each lane split off the rest in turn: ascending indices give
+        // disjoint borrows of the view's lanes.
+        let mut rest = lanes;
+        let mut base = 0;
+        for (held, &i) in gate.lanes.iter_mut().zip(ids) {
+            debug_assert!(i as usize >= base, "route entries ascend");
+            let (_, from) = std::mem::take(&mut rest).split_at_mut(i as usize - base);
+            let (lane, after) = from.split_at_mut(1);
+            let lane = &mut lane[0];
+            rest = after;
+            base = i as usize + 1;
+            let sub = &*snapshot.entries[i as usize].sub;
+            // Wide from the start: the first parts would widen a narrow ring.
+            let lane = lane.get_or_insert_with(|| sub.queue.new_lane(true));
+            lane.busy().enter();
+            *held = Some((lane, sub));
+        }
+        gate
+    }
+}
+
+impl Drop for CopiesGate<'_> {
+    /// As [`PublishGate`](super::PublishGate)'s drop, for its lanes.
+    #[inline]
+    fn drop(&mut self) {
+        let mut cede = false;
+        for (lane, sub) in self.lanes.iter_mut().flatten() {
+            // `|=`, not `||`: every lane's cede state is updated.
+            cede |= leave(lane, sub);
+        }
+        for (_, sub) in self.lanes.iter().flatten() {
+            sub.queue.waker.wake_if_sleeping();
+        }
         if cede {
             queue::cede();
         }

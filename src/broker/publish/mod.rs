@@ -17,7 +17,8 @@
 //!    recorder's trigger collects its context from the journal
 //!    (`journal/recorder.rs`);
 //! 5. the [`PublishGate`] marks the chosen subscriptions' lanes busy (the
-//!    direct path's `LaneGate`, its one lane), one fence, the generation
+//!    direct path's `LaneGate`, its one lane, or `CopiesGate`, the
+//!    copies' lanes), one fence, the generation
 //!    re-checked (a change routes again; after shutdown the record is
 //!    counted instead);
 //! 6. the record is pushed into each lane under its overflow policy
