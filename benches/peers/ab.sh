@@ -5,6 +5,11 @@
 # base), then runs logbus (drop-oldest and Block) and the two floors from each
 # build in alternating rounds (A B, then B A, ...), each run its own process,
 # and prints one table per side (report.py's format), each with its host-state line.
+# Each figure is the median of that side's runs in the host's fast state
+# (`xcore_ns` under 250 ns; report.py's FAST_ONLY): the host's slow state
+# moves every figure that passes lines between cores, so a side that drew
+# more slow runs would read slower for that alone. FAST_ONLY=0 takes every
+# run.
 #
 #   benches/peers/ab.sh BASE [ROUNDS] [RECORDS]     (defaults: 5, 1000000)
 #
@@ -75,9 +80,9 @@ for side in A B; do
   echo
   echo "## $name"
   # With the host's state: its slow runs (`xcore_ns`) move every figure
-  # that passes lines between cores, the peers' as much as logbus's, so a
-  # side with more of them reads slower for that alone (`paired.py
-  # --fast-below` compares the fast state's pairs only).
-  python3 "$here/report.py" "$work/raw-$side" "$work/report-$side.md" "$rounds" "$records" |
+  # that passes lines between cores, the peers' as much as logbus's, so
+  # they are left out (`paired.py --fast-below` compares the fast state's
+  # pairs only).
+  FAST_ONLY="${FAST_ONLY:-1}" python3 "$here/report.py" "$work/raw-$side" "$work/report-$side.md" "$rounds" "$records" |
     grep -E '^\||^- Host state'
 done

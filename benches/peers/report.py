@@ -1,9 +1,16 @@
-"""Turns results-raw.txt (RESULT lines from run.sh) into RESULTS.md."""
-import statistics, subprocess, sys, platform
+"""Turns results-raw.txt (RESULT lines from run.sh) into RESULTS.md.
+
+With FAST_ONLY=1 in the environment (ab.sh sets it), each logger's figures
+at each thread count are the medians of its runs in the host's fast state
+only (`xcore_ns` below SLOW_XCORE), where it has any: a side of a
+comparison with more slow runs would otherwise read slower for the host's
+sake alone."""
+import os, statistics, subprocess, sys, platform
 raw, out, rounds, records = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 # A cross-core round trip at or above this is the host's slow state (about
 # 350-430 ns on the VMs of benches/README.md, against 45-200 otherwise).
 SLOW_XCORE = 250
+FAST_ONLY = os.environ.get("FAST_ONLY") == "1"
 rows = {}
 order = []
 for line in open(raw):
@@ -13,6 +20,24 @@ for line in open(raw):
         rows[key] = {}
         order.append(key)
     rows[key].setdefault(int(kv["threads"]), []).append(kv)
+
+# The host's state over every run, before FAST_ONLY leaves any out.
+xcore = [float(r["xcore_ns"]) for t in rows.values() for runs in t.values() for r in runs if "xcore_ns" in r]
+
+def is_slow(run):
+    return float(run.get("xcore_ns", "nan")) >= SLOW_XCORE
+
+# Groups (a logger at a thread count) whose runs were all slow keep them.
+all_slow, left_out = [], 0
+if FAST_ONLY:
+    for key in order:
+        for threads, runs in rows[key].items():
+            fast = [r for r in runs if not is_slow(r)]
+            if fast:
+                left_out += len(runs) - len(fast)
+                rows[key][threads] = fast
+            else:
+                all_slow.append(f"{key} ({threads}t)")
 
 def med(runs, field, cast=float):
     vals = [cast(r[field]) for r in runs if r[field] != "nan"]
@@ -43,14 +68,19 @@ w(f"- Workload: `info!(target: \"app::http\", \"request {{}} served in {{}} us\"
 timer = [int(r["timer_ns"]) for t in rows.values() for runs in t.values() for r in runs]
 w(f"- Timer overhead (median empty `Instant::now()`/`elapsed()` pair, included in every latency figure): "
   f"{statistics.median(timer):.0f} ns (range {min(timer)}-{max(timer)})")
-xcore = [float(r["xcore_ns"]) for t in rows.values() for runs in t.values() for r in runs if "xcore_ns" in r]
 if xcore:
     slow = sum(1 for x in xcore if x >= SLOW_XCORE)
     w(f"- Host state: a cache line's round trip between two threads, measured before each run "
       f"(`xcore_ns`): median {statistics.median(xcore):.0f} ns (range {min(xcore):.0f}-{max(xcore):.0f}); "
       f"{slow} of {len(xcore)} runs read {SLOW_XCORE} ns or more, the host's slow state, in which "
-      "figures that move lines between cores read up to twice as slow (`benches/README.md`, \"Twentieth session\")")
-w("- Caller latency percentiles are from the 1-thread runs; `rec/s` counts from the first call until the "
+      "figures that move lines between cores read up to twice as slow (`benches/README.md`, \"Twentieth session\")"
+      + (f"; the figures below are the medians of the fast state's runs only ({left_out} slow runs left out"
+         + (f"; every run of {', '.join(all_slow)} was slow, and those figures are of slow runs" if all_slow else "")
+         + ")" if FAST_ONLY else ""))
+fine_p50 = any("p50f" in r for t in rows.values() for runs in t.values() for r in runs)
+w("- Caller latency percentiles are from the 1-thread runs"
+  + (" (the p50 in parentheses: finer than the clock's step, 10 ns on this project's VMs, interpolated "
+     "within it, `median_fine` in `src/main.rs`)" if fine_p50 else "") + "; `rec/s` counts from the first call until the "
   "logger's flush/shutdown returned with every line written; `lines` = workload lines in the files / records "
   "logged (1-thread runs; 4-thread in parentheses when different; [min-max over the rounds] when they differ by more than 0.01); RSS = peak (VmHWM) per process, "
   "including the harness's 4 MB of latency samples; `allocs/call` = heap allocations on the calling threads "
@@ -72,7 +102,9 @@ for key in order:
     allocs = f"{opt(one,'allocs'):.3f}"
     if four:
         allocs += f" ({opt(four,'allocs'):.3f})"
-    w(f"| {key} | {med(one,'p50'):.0f} | {opt(one,'mean'):.0f} | {med(one,'p99'):.0f} | {med(one,'p999'):.0f} | {med(one,'max'):,.0f} | "
+    fine = opt(one, "p50f")
+    p50 = f"{med(one,'p50'):.0f}" + (f" ({fine:.1f})" if fine == fine else "")
+    w(f"| {key} | {p50} | {opt(one,'mean'):.0f} | {med(one,'p99'):.0f} | {med(one,'p999'):.0f} | {med(one,'max'):,.0f} | "
       f"{med(one,'rate')/1e6:.2f} M | {(med(four,'rate')/1e6 if four else float('nan')):.2f} M | "
       f"{(med(four,'p50') if four else float('nan')):.0f} | {ratio} | {allocs} | {med(one,'rss_kb')/1024:.1f} / {(med(four,'rss_kb')/1024 if four else float('nan')):.1f} |")
 w("")

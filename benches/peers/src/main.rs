@@ -17,6 +17,9 @@
 //! - `timer_ns`: the median cost of an empty `Instant::now()`/`elapsed()`
 //!   pair, included in every per-call figure;
 //! - `p50`, `p99`, `p999`, `max`: caller latency per call, ns;
+//! - `p50f`: the median finer than the clock's step (`median_fine`), ns,
+//!   for comparing medians a few ns apart (last on the line, so that older
+//!   parsers of the line read on);
 //! - `secs`, `rate`: from the first call until the flush returned, and
 //!   records per second over that time;
 //! - `lines`, `ratio`: lines of the workload found in the files under `DIR`
@@ -371,6 +374,51 @@ fn crosscore_ns() -> f64 {
     echo.join().expect("the probe's other thread panicked");
     bursts.sort_by(f64::total_cmp);
     bursts[bursts.len() / 2]
+}
+
+/// The median of `sorted` finer than the clock's step: the readings come
+/// in steps (this project's VMs read `Instant` in steps of 10 ns: 50, 51,
+/// 60, 61, ...), so `p50` moves only in whole steps, and two medians 3 ns
+/// apart can read the same or 10 ns apart. Each reading stands for the
+/// times within half a step of it (a call of `d` ns reads as the step at
+/// or below `d` or the one above, the nearer more often), so the median
+/// is interpolated within its step as for grouped data: the step's lower
+/// edge, plus the step times the share of the step's readings the median's
+/// rank reaches into. Readings 1 ns apart are one step's (the clock's
+/// rounding); the step is the commonest gap between steps.
+fn median_fine(sorted: &[u32]) -> f64 {
+    let Some(&first) = sorted.first() else {
+        return f64::NAN;
+    };
+    // Each reading's step (its lowest reading), in order.
+    let mut steps: Vec<(u32, usize)> = Vec::new();
+    for &x in sorted {
+        match steps.last_mut() {
+            Some((low, count)) if x <= *low + 1 => *count += 1,
+            _ => steps.push((x, 1)),
+        }
+    }
+    let mut gaps: Vec<u32> = steps.windows(2).map(|w| w[1].0 - w[0].0).collect();
+    gaps.sort_unstable();
+    // The commonest gap (the smallest of the commonest).
+    let mut step = 1;
+    let mut best = 0;
+    for run in gaps.chunk_by(|a, b| a == b) {
+        if run.len() > best {
+            best = run.len();
+            step = run[0];
+        }
+    }
+    let half = sorted.len() as f64 / 2.0;
+    let mut below = 0;
+    for &(low, count) in &steps {
+        if (below + count) as f64 >= half {
+            let into = (half - below as f64) / count as f64;
+            return f64::from(low) - f64::from(step) / 2.0 + f64::from(step) * into;
+        }
+        below += count;
+    }
+    f64::from(first)
 }
 
 fn percentile(sorted: &[u32], q: f64) -> u32 {
@@ -937,7 +985,7 @@ fn main() {
         lines as f64 / args.records as f64
     };
     println!(
-        "RESULT logger={} threads={} records={} timer_ns={} p50={} p99={} p999={} max={} secs={:.4} rate={:.0} lines={} ratio={:.4} rss_kb={} mean={:.1} allocs={:.4} cpu_caller={:.1} cpu_bg={:.1} xcore_ns={:.0} bad_lines={} dup_lines={}",
+        "RESULT logger={} threads={} records={} timer_ns={} p50={} p99={} p999={} max={} secs={:.4} rate={:.0} lines={} ratio={:.4} rss_kb={} mean={:.1} allocs={:.4} cpu_caller={:.1} cpu_bg={:.1} xcore_ns={:.0} bad_lines={} dup_lines={} p50f={:.1}",
         args.logger,
         args.threads,
         args.records,
@@ -958,5 +1006,26 @@ fn main() {
         xcore_ns,
         counted.bad,
         counted.dups,
+        median_fine(&lat),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median_fine;
+
+    #[test]
+    fn the_fine_median_reads_within_the_clocks_step() {
+        // Steps of 10 ns, with the clock's 1 ns rounding: 50 and 51 are
+        // one step's. Rank 3.5 of 7 reaches a sixth into the step of 60
+        // (55 to 65).
+        let fine = median_fine(&[50, 50, 51, 60, 60, 61, 70]);
+        assert!((fine - (55.0 + 10.0 / 6.0)).abs() < 1e-9, "{fine}");
+        // Half the calls at 100 and half at 110 read the steps' edge.
+        let fine = median_fine(&[100, 100, 110, 110]);
+        assert!((fine - 105.0).abs() < 1e-9, "{fine}");
+        assert!(median_fine(&[]).is_nan());
+        // One step: its width is not known, and the reading stands.
+        assert_eq!(median_fine(&[80]), 80.0);
+    }
 }
