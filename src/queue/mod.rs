@@ -448,8 +448,9 @@ impl Queue {
     /// left the gate (`waker.rs`). Every record handed in ends up in the
     /// queue or counted in `counters.dropped`; the records dropped (the new
     /// one, or the evicted oldest) go to `spill`, for the publisher to
-    /// reuse.
-    #[inline]
+    /// reuse. Inline, as [`LaneProducer::try_push`] is in it: the usual
+    /// case is a few checks and the slot's stores.
+    #[inline(always)]
     pub(crate) fn push_lane<'p>(
         &self,
         lane: &mut LaneProducer,

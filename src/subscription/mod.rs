@@ -356,7 +356,7 @@ impl SubShared {
 
     /// Enqueues `record` through the calling thread's lane (inside its
     /// gate); the records the overflow policy drops go to `spill`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push_lane(
         &self,
         lane: &mut LaneProducer,
