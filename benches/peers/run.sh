@@ -7,7 +7,9 @@
 #       (some loggers only: the table is printed, RESULTS.md left alone)
 #
 # Needs cargo and python3. Builds the release binary once. report.py turns
-# results-raw.txt into RESULTS.md (it can be re-run alone).
+# results-raw.txt into RESULTS.md (it can be re-run alone), each figure the
+# median of the runs in the host's fast state where a logger has any
+# (FAST_ONLY=0 for every run; "Twenty-fifth session" in benches/README.md).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -56,4 +58,4 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 
-python3 "$here/report.py" "$raw" "$results" "$rounds" "$records"
+FAST_ONLY="${FAST_ONLY:-1}" python3 "$here/report.py" "$raw" "$results" "$rounds" "$records"
