@@ -1,6 +1,6 @@
 """Turns results-raw.txt (RESULT lines from run.sh) into RESULTS.md.
 
-With FAST_ONLY=1 in the environment (ab.sh sets it), each logger's figures
+With FAST_ONLY=1 in the environment (ab.sh and run.sh set it), each logger's figures
 at each thread count are the medians of its runs in the host's fast state
 only (`xcore_ns` below SLOW_XCORE), where it has any: a side of a
 comparison with more slow runs would otherwise read slower for the host's
