@@ -15,7 +15,7 @@ use std::time::Duration;
 use logbus_appenders::__private_api::{self as produce, Arg, Template};
 use logbus_appenders::Record;
 
-use crate::broker::{Broker, BrokerHandle, BrokerShared, Make, Text};
+use crate::broker::{Broker, BrokerHandle, BrokerShared, Make, Remembering, Text};
 use crate::queue::INLINE_TEXT;
 use crate::sanitize::{bound_str, Bounded, Intake, SlotText};
 use crate::stats::{Counters, ShutdownReport};
@@ -175,6 +175,7 @@ struct DeferredCall<'a> {
 
 impl Make for DeferredCall<'_> {
     const PLAIN: bool = true;
+    const REMEMBERS: Remembering = Remembering::Ahead;
 
     fn text(&mut self) -> Option<Text<'_>> {
         Some(Text {
@@ -219,6 +220,7 @@ struct Plain<'a, 's> {
 
 impl Make for Plain<'_, '_> {
     const PLAIN: bool = true;
+    const REMEMBERS: Remembering = Remembering::InView;
 
     #[inline]
     fn text(&mut self) -> Option<Text<'_>> {
@@ -363,7 +365,7 @@ impl BrokerShared {
             Counters::add(&self.suppressed, 1);
             return true;
         };
-        let call = DeferredCall {
+        let mut call = DeferredCall {
             site,
             loc,
             args,
@@ -371,7 +373,12 @@ impl BrokerShared {
             truncated: &self.truncated,
         };
         if self.intake.redaction.is_none() {
-            // The direct path where the route allows (`broker/publish/`).
+            // The direct path on the route this thread's view remembers, if
+            // it is this call's; else where the route allows
+            // (`broker/publish/`).
+            if self.publish_remembered(level, target, &mut call) {
+                return true;
+            }
             self.publish_made(level, target, call);
         } else {
             self.publish(level, target, |out| call.fill(out));

@@ -12,8 +12,16 @@
 //! (a loop, a hot function) skips the hash too. A steady-state publish
 //! therefore costs one atomic load (the generation), a comparison of three
 //! words and the target's text (or one hash lookup), and no lock.
+//!
+//! The view also remembers the direct route (one subscription, no
+//! predicate, journal or flight recorder, an interned topic) that its last
+//! `log::info!` or deferred call took, with that call's key
+//! ([`BrokerView::remember`], [`DirectRoute`]): the next call with the same
+//! key takes it before the lookup (`broker/publish/direct.rs`). A
+//! thread-local hint says which key that is ([`maybe_remembered`]), so that
+//! a deferred call with another key does not enter the view for it.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -21,6 +29,7 @@ use std::rc::Rc;
 
 use log::LevelFilter;
 
+use logbus_appenders::__private_api::StaticTopic;
 use logbus_appenders::{Level, Record, Topic};
 
 use crate::directive::Directives;
@@ -273,6 +282,30 @@ pub(crate) struct BrokerView {
     /// A view made for one call (the thread's locals are gone): it makes no
     /// lanes and takes nothing from the pool; see `BrokerView::temporary`.
     temporary: bool,
+    /// The direct route the last `log::info!` or deferred call took, with
+    /// its key, for the next call with that key
+    /// (`broker/publish/direct.rs`, `push_remembered` and
+    /// `publish_remembered`): valid for this snapshot, so `refresh`
+    /// forgets it.
+    remembered: Option<(RouteKey, DirectRoute)>,
+}
+
+/// What the direct path needs of a route to one subscription, none with a
+/// predicate, no journal or flight recorder, and an interned topic: the
+/// subscription's index in the snapshot, its replay's start, and the topic.
+#[derive(Clone, Copy)]
+pub(crate) struct DirectRoute {
+    pub(crate) index: u32,
+    pub(crate) start: u64,
+    pub(crate) topic: StaticTopic,
+}
+
+/// A remembered route and this thread's means to push on it.
+pub(crate) struct RememberedLane<'v> {
+    pub(crate) snapshot: &'v Snapshot,
+    pub(crate) route: DirectRoute,
+    pub(crate) lane: &'v mut Option<LaneProducer>,
+    pub(crate) stash: &'v mut Stash,
 }
 
 /// What a lookup gives the publisher: the route and this thread's means to
@@ -294,6 +327,19 @@ struct RouteKey {
     len: usize,
 }
 
+impl RouteKey {
+    /// The key of `level` and `target`: its address and length (the text
+    /// is confirmed on a hit: the address may have been reused).
+    #[inline(always)]
+    fn of(level: Level, target: &str) -> RouteKey {
+        RouteKey {
+            level,
+            ptr: target.as_ptr() as usize,
+            len: target.len(),
+        }
+    }
+}
+
 impl BrokerView {
     /// A view of `snapshot` with an empty route cache.
     pub(crate) fn new(broker_id: u64, snapshot: Arc<Snapshot>) -> BrokerView {
@@ -309,6 +355,7 @@ impl BrokerView {
             lanes,
             stash: Stash::default(),
             temporary: false,
+            remembered: None,
         }
     }
 
@@ -352,6 +399,36 @@ impl BrokerView {
         self.routes.clear();
         self.last = None;
         self.before = None;
+        self.remembered = None;
+    }
+
+    /// Remembers `route` as the direct route of `level` and `target`, for
+    /// [`remembered`](Self::remembered), and says so to [`maybe_remembered`].
+    pub(crate) fn remember(&mut self, level: Level, target: &str, route: DirectRoute) {
+        let key = RouteKey::of(level, target);
+        self.remembered = Some((key, route));
+        let _ = REMEMBERED.try_with(|last| last.set(Some((self.broker_id, key))));
+    }
+
+    /// The remembered direct route, if it is the route of `level` and
+    /// `target` (the text confirmed, as `lookup` does), with this thread's
+    /// lane into its subscription. Not on a temporary view, which has no
+    /// lanes.
+    #[inline(always)]
+    pub(crate) fn remembered(&mut self, level: Level, target: &str) -> Option<RememberedLane<'_>> {
+        let (key, route) = self.remembered.as_ref()?;
+        if *key != RouteKey::of(level, target)
+            || !same_text(route.topic.topic().target(), target)
+            || self.temporary
+        {
+            return None;
+        }
+        Some(RememberedLane {
+            snapshot: &self.snapshot,
+            route: *route,
+            lane: self.lanes.get_mut(route.index as usize)?,
+            stash: &mut self.stash,
+        })
     }
 
     /// The snapshot and the route of `level` and `target`, from the cache
@@ -359,11 +436,7 @@ impl BrokerView {
     /// registers than a hit takes.
     #[inline(always)]
     pub(crate) fn lookup(&mut self, level: Level, target: &str) -> Routed<'_> {
-        let key = RouteKey {
-            level,
-            ptr: target.as_ptr() as usize,
-            len: target.len(),
-        };
+        let key = RouteKey::of(level, target);
         // The address may have been reused by a different dynamic target,
         // so the text is confirmed.
         let hit = |entry: &Option<(RouteKey, Rc<Route>)>| matches!(entry, Some((k, route)) if *k == key && same_text(route.topic.target(), target));
@@ -440,6 +513,24 @@ const VIEWS_CAP: usize = 8;
 thread_local! {
     /// This thread's views, oldest first (the oldest is evicted when full).
     static VIEWS: RefCell<Vec<BrokerView>> = const { RefCell::new(Vec::new()) };
+}
+
+thread_local! {
+    /// The broker and key of the route this thread's view last remembered
+    /// (`BrokerView::remember`): a call with another key does not look in
+    /// the view for it. A hint: the view may have forgotten the route since
+    /// (a refresh), and then the view says so.
+    static REMEMBERED: Cell<Option<(u64, RouteKey)>> = const { Cell::new(None) };
+}
+
+/// Whether this thread's view of broker `broker_id` may remember the direct
+/// route of `level` and `target` (see [`BrokerView::remembered`], which
+/// decides).
+#[inline(always)]
+pub(crate) fn maybe_remembered(broker_id: u64, level: Level, target: &str) -> bool {
+    REMEMBERED
+        .try_with(|last| last.get() == Some((broker_id, RouteKey::of(level, target))))
+        .unwrap_or(false)
 }
 
 /// Runs `f` with this thread's view of a broker, creating it from

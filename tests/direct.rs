@@ -256,6 +256,31 @@ impl std::fmt::Display for Counted<'_> {
     }
 }
 
+/// Runs `publish` on a thread named `name` while another thread
+/// subscribes and unsubscribes another subscription (the generation
+/// changes under the publisher), then flushes.
+fn under_churn(broker: &logbus::Broker, name: &str, publish: impl FnOnce() + Send + 'static) {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let h = broker.handle();
+    let stopped = Arc::clone(&stop);
+    let churn = std::thread::spawn(move || {
+        while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+            h.subscribe(Subscription::builder("other", Check::default()).pattern("warn.other"))
+                .unwrap();
+            h.unsubscribe("other").unwrap();
+        }
+    });
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(publish)
+        .unwrap()
+        .join()
+        .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    churn.join().unwrap();
+    broker.flush().unwrap();
+}
+
 /// Under concurrent reconfiguration (generation changes), each message is
 /// formatted exactly once and every record is counted once.
 #[test]
@@ -265,40 +290,14 @@ fn direct_path_formats_once_under_reconfiguration() {
     let handle = broker
         .subscribe(Subscription::builder("s", check.clone()).pattern("info.app"))
         .unwrap();
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let churn = {
-        let h = broker.handle();
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || {
-            let mut n = 0;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                h.subscribe(Subscription::builder("other", Check::default()).pattern("warn.other"))
-                    .unwrap();
-                h.unsubscribe("other").unwrap();
-                n += 1;
-            }
-            n
-        })
-    };
     let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let total = 20_000u64;
-    {
-        let b = broker.handle();
-        let calls = Arc::clone(&calls);
-        std::thread::Builder::new()
-            .name("w0".into())
-            .spawn(move || {
-                for i in 0..total {
-                    log::info!(logger: b, target: "app", "w0 {}", Counted(&calls, i));
-                }
-            })
-            .unwrap()
-            .join()
-            .unwrap();
-    }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    churn.join().unwrap();
-    broker.flush().unwrap();
+    let (b, counted) = (broker.handle(), Arc::clone(&calls));
+    under_churn(&broker, "w0", move || {
+        for i in 0..total {
+            log::info!(logger: b, target: "app", "w0 {}", Counted(&counted, i));
+        }
+    });
     let s = handle.stats();
     assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), total);
     assert_eq!(s.matched, total);
@@ -820,4 +819,142 @@ fn copies_reach_the_routes_subscriptions_among_others() {
     for handle in &others {
         assert!(handle.records().is_empty());
     }
+}
+
+/// What each memory appender got: its records' topics and messages.
+fn topics(handle: &logbus::MemoryHandle) -> Vec<(String, String)> {
+    handle
+        .records()
+        .into_iter()
+        .map(|r| (r.topic().as_str().to_owned(), r.message().to_owned()))
+        .collect()
+}
+
+/// A thread's view remembers the direct route its last call took (its
+/// level and target), for the next call with that key, and gives way to
+/// whatever changed: another level, another text at the same address, a
+/// subscription added (the route now fans out) and removed again. Each
+/// change is met first by a deferred call of logbus's macros (its own
+/// pass through the view) and then by a `log::info!` call (inside its
+/// pass), and the other way round.
+#[test]
+fn a_remembered_route_gives_way_to_what_changed() {
+    let broker = common::broker();
+    let subscribe = |name: &str, pattern: &str| {
+        let (memory, handle) = logbus::Memory::new();
+        let builder = Subscription::builder(name, memory).pattern(pattern);
+        broker.subscribe(builder).unwrap();
+        handle
+    };
+    let db = subscribe("db", "info.app.db");
+    let warn = subscribe("warn", "warn.app.db");
+    let dc = subscribe("dc", "info.app.dc");
+    let b = broker.handle();
+    // A target made at run time, so that its text can change in place.
+    let mut target = String::from("app::db");
+    for i in 0..3u64 {
+        log::info!(logger: b, target: &target, "log {i}");
+        logbus::info!(logger: b, target: &target, "macro {}", i);
+        logbus::info!(logger: b, target: &target, "macro again {}", i);
+    }
+    // Another level: the deferred call first, then the other way round.
+    logbus::warn!(logger: b, target: &target, "macro warn {}", 1);
+    log::warn!(logger: b, target: &target, "log warn");
+    logbus::info!(logger: b, target: &target, "macro back {}", 1);
+    log::warn!(logger: b, target: &target, "log warn again");
+    logbus::warn!(logger: b, target: &target, "macro warn {}", 2);
+    log::info!(logger: b, target: &target, "log back");
+    logbus::info!(logger: b, target: &target, "macro remembered {}", 1);
+    // Same address, same length, other text.
+    let at = target.as_ptr();
+    target.replace_range(6..7, "c");
+    assert_eq!((target.as_str(), target.as_ptr()), ("app::dc", at));
+    logbus::info!(logger: b, target: &target, "macro dc {}", 1);
+    log::info!(logger: b, target: &target, "log dc");
+    target.replace_range(6..7, "b");
+    log::info!(logger: b, target: &target, "log db again");
+    target.replace_range(6..7, "c");
+    log::info!(logger: b, target: &target, "log dc again");
+    target.replace_range(6..7, "b");
+    logbus::info!(logger: b, target: &target, "macro db again {}", 1);
+    // A subscription added: the route fans out; removed: it is direct again.
+    let also = subscribe("also", "info.app.db");
+    logbus::info!(logger: b, target: &target, "macro fan-out {}", 1);
+    log::info!(logger: b, target: &target, "log fan-out");
+    broker.flush().unwrap();
+    let removed = broker.unsubscribe("also").unwrap();
+    assert_eq!((removed.matched, removed.written), (2, 2), "{removed:?}");
+    logbus::info!(logger: b, target: &target, "macro after {}", 1);
+    log::info!(logger: b, target: &target, "log after");
+    logbus::info!(logger: b, target: &target, "macro after {}", 2);
+    broker.flush().unwrap();
+    let pairs = |topic: &str, messages: &[&str]| -> Vec<(String, String)> {
+        messages
+            .iter()
+            .map(|m| (topic.to_owned(), (*m).to_owned()))
+            .collect()
+    };
+    let db_messages = [
+        "log 0",
+        "macro 0",
+        "macro again 0",
+        "log 1",
+        "macro 1",
+        "macro again 1",
+        "log 2",
+        "macro 2",
+        "macro again 2",
+        "macro back 1",
+        "log back",
+        "macro remembered 1",
+        "log db again",
+        "macro db again 1",
+        "macro fan-out 1",
+        "log fan-out",
+        "macro after 1",
+        "log after",
+        "macro after 2",
+    ];
+    assert_eq!(topics(&db), pairs("info.app.db", &db_messages));
+    let warn_messages = ["macro warn 1", "log warn", "log warn again", "macro warn 2"];
+    assert_eq!(topics(&warn), pairs("warn.app.db", &warn_messages));
+    let dc_messages = ["macro dc 1", "log dc", "log dc again"];
+    assert_eq!(topics(&dc), pairs("info.app.dc", &dc_messages));
+    assert_eq!(
+        topics(&also),
+        pairs("info.app.db", &["macro fan-out 1", "log fan-out"])
+    );
+    let stats = broker.stats();
+    for (name, count) in [("db", 19), ("warn", 4), ("dc", 3)] {
+        let s = &stats.subscriptions[name];
+        let counts = (s.matched, s.written, s.dropped, s.dead_lettered, s.lost);
+        assert_eq!(counts, (count, count, 0, 0, 0), "{name}: {s:?}");
+    }
+}
+
+/// Deferred calls of logbus's macros, direct and not (a string argument,
+/// too many arguments), under concurrent reconfiguration (generation
+/// changes, so the remembered route goes stale under the calls and
+/// re-routes under the gate): every record arrives whole and is counted
+/// once.
+#[test]
+fn deferred_calls_balance_under_reconfiguration() {
+    let broker = common::broker();
+    let check = Check(Arc::default(), decoded_whole);
+    let handle = broker
+        .subscribe(Subscription::builder("s", check.clone()).pattern("info.app"))
+        .unwrap();
+    let total = 20_000u64;
+    let b = broker.handle();
+    under_churn(&broker, "d0", move || {
+        for i in 0..total {
+            log_decoded(&b, 0, i);
+        }
+    });
+    let s = handle.stats();
+    assert_eq!(s.matched, total);
+    assert_eq!(s.written + s.dropped, total);
+    let g = check.0.lock().unwrap();
+    assert_eq!(g.0, s.written);
+    assert!(g.1.is_empty(), "{:?}", &g.1[..g.1.len().min(3)]);
 }

@@ -22,7 +22,7 @@ mod config;
 mod journal;
 mod lifecycle;
 mod publish;
-pub(crate) use self::publish::{Make, Text};
+pub(crate) use self::publish::{Make, Remembering, Text};
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -535,6 +535,7 @@ impl LaneProducer {
 
     /// Leaves the gate: clears the busy flags of the current lane and of
     /// the lanes replaced inside it (`gate.rs`).
+    #[inline]
     pub(crate) fn leave(&mut self) {
         self.lane.busy.leave();
         // Almost always empty (a lane replaced inside this gate): the check

@@ -171,6 +171,7 @@ impl From<Arc<Record>> for Item<'_> {
 /// (a literal's length takes the first word; a deferred message, whose
 /// arguments must fit the words, has no key-values), and a wall-clock
 /// stamp fits 64-bit nanoseconds.
+#[inline]
 fn holds(parts: &Parts<'_>) -> bool {
     let fits_u32 = |text: Option<&str>| text.map_or(0, str::len) <= u32::MAX as usize;
     let text = if parts.literal.is_some() {

@@ -3,7 +3,7 @@
 //! a predicate, and no journal or flight recorder, travels as its parts,
 //! copied into each subscription's lane (`queue/slot.rs`); no record is
 //! built on the caller's thread, and each worker builds its own. One
-//! subscription takes [`publish_direct`](BrokerShared::publish_direct)'s
+//! subscription takes [`push_direct`](BrokerShared::push_direct)'s
 //! [`LaneGate`], its one lane; several take
 //! [`publish_copies`](BrokerShared::publish_copies), which the usual path
 //! offers them first, through [`CopiesGate`] (a [`LaneGate`] for each
@@ -11,7 +11,11 @@
 //! one time. Every step
 //! the usual path takes for a record (`seq`, the gate, the generation and
 //! shutdown re-checks, the overflow policy, the wake-up) is taken here for
-//! the parts, in the same order.
+//! the parts, in the same order. A one-subscription route taken this way
+//! is remembered by the thread's view for the next call with the same
+//! level and target (`push_remembered`, `publish_remembered`): that call
+//! skips the lookup and the rest of the caller's path's setup, and takes
+//! every step from the shutdown check on as the direct path does.
 
 use logbus_appenders::__private_api as produce;
 
@@ -19,7 +23,7 @@ use super::{leave, Make};
 use crate::broker::BrokerShared;
 use crate::queue::{self, Item, LaneProducer};
 use crate::recycle::Stash;
-use crate::route::{self, Snapshot};
+use crate::route::{self, DirectRoute, RememberedLane, Snapshot};
 use crate::subscription::SubShared;
 use crate::sync::Ordering;
 use crate::thread_role;
@@ -27,7 +31,10 @@ use crate::thread_role;
 impl BrokerShared {
     /// The direct path on a route the usual path looked up. If it does not
     /// take the call, the usual path does, with the message formatted
-    /// already if `call.text` was called.
+    /// already if `call.text` was called. With the route, if it is a direct
+    /// one ([`direct_route`]): the view remembers it for the next call of a
+    /// kind that looks for it (`Make::REMEMBERS`, `push_remembered`,
+    /// `publish_remembered`).
     pub(super) fn publish_direct(
         &self,
         snapshot: &Snapshot,
@@ -35,16 +42,122 @@ impl BrokerShared {
         lanes: &mut [Option<LaneProducer>],
         stash: &mut Stash,
         call: &mut impl Make,
+    ) -> (Direct, Option<DirectRoute>) {
+        let Some(direct) = direct_route(snapshot, route) else {
+            return (Direct::Usual, None);
+        };
+        let lane = &mut lanes[direct.index as usize];
+        (
+            self.push_direct(snapshot, direct, lane, stash, call),
+            Some(direct),
+        )
+    }
+
+    /// The direct path on the route `view` remembers for `level` and
+    /// `target` (the last route a call of a [`Make::REMEMBERS`] kind took
+    /// it on), before the caller's path's other steps: no lookup, no record
+    /// kept for a re-route. `Usual` if it is not this call's route (or the
+    /// message does not fit a slot): the caller's path takes the call.
+    /// A view remembers a route only for its snapshot (`refresh` forgets
+    /// it), so it is the route a lookup would give.
+    #[inline(always)]
+    pub(super) fn push_remembered(
+        &self,
+        view: &mut route::BrokerView,
+        level: log::Level,
+        target: &str,
+        call: &mut impl Make,
     ) -> Direct {
-        let [i] = *route.entries else {
+        let Some(RememberedLane {
+            snapshot,
+            route,
+            lane,
+            stash,
+        }) = view.remembered(level, target)
+        else {
             return Direct::Usual;
         };
-        let entry = &snapshot.entries[i as usize];
-        if route.journal || route.recorders || entry.predicate.is_some() {
-            return Direct::Usual;
+        if self.closed_counted(snapshot, route) {
+            return Direct::Done;
         }
+        self.push_direct(snapshot, route, lane, stash, call)
+    }
+
+    /// After shutdown, counts the call on `route` and says so, before
+    /// anything is made of it: the check `publish_in` makes before the
+    /// direct path, for a call that takes the remembered route instead. (A
+    /// publisher that misses the flag here is caught inside the gate, in
+    /// `push_direct`.)
+    #[inline(always)]
+    fn closed_counted(&self, snapshot: &Snapshot, route: DirectRoute) -> bool {
+        // Acquire: pairs with the SeqCst store in `shutdown`.
+        if self.closed.load(Ordering::Acquire) {
+            self.count_after_shutdown(snapshot, &[route.index]);
+            return true;
+        }
+        false
+    }
+
+    /// The direct path on the route this thread's view remembers for
+    /// `level` and `target` (the last route a call of a
+    /// [`Make::REMEMBERS`] kind took it on), before the caller's path's
+    /// other steps: no lookup, no record kept for a re-route. Whether the
+    /// call is done; if not (another route, a stale view, a message a slot
+    /// does not hold, a re-route under the gate), the caller's path
+    /// (`publish_made`) takes it, with the text made if it was. A view
+    /// remembers a route only for its snapshot (`refresh` forgets it), so
+    /// it is the route a lookup would give.
+    ///
+    /// Its own small pass through the thread's view: inside
+    /// `publish_made`'s, whose frame holds the whole caller's path, a
+    /// deferred call read 3-4 ns slower at p50 than here
+    /// (`benches/README.md`, "Twenty-sixth session"). A call whose key is
+    /// not the remembered one does not enter the view here
+    /// (`route::maybe_remembered`): a route to several subscriptions pays only
+    /// that check.
+    #[inline(always)]
+    pub(crate) fn publish_remembered(
+        &self,
+        level: log::Level,
+        target: &str,
+        call: &mut impl Make,
+    ) -> bool {
+        if !route::maybe_remembered(self.id, level, target) || self.in_forked_child() {
+            // A forked child's call: the caller's path counts it, before any
+            // lock (`fork.rs`).
+            return false;
+        }
+        route::with_view(
+            self.id,
+            || self.snapshot(),
+            |view| {
+                // Acquire: as in `with_view`; a stale view is the caller's
+                // path's to refresh.
+                self.generation.load(Ordering::Acquire) == view.generation()
+                    && matches!(
+                        self.push_remembered(view, level, target, call),
+                        Direct::Done
+                    )
+            },
+        )
+        .unwrap_or(false)
+    }
+
+    /// The direct path's push on a route to one subscription
+    /// ([`direct_route`]): the parts made, their `seq` taken, the gate, the
+    /// generation and shutdown re-checks, the push under the overflow
+    /// policy.
+    #[inline]
+    fn push_direct(
+        &self,
+        snapshot: &Snapshot,
+        direct: DirectRoute,
+        lane: &mut Option<LaneProducer>,
+        stash: &mut Stash,
+        call: &mut impl Make,
+    ) -> Direct {
         // The stamp before the user's `Display` code, as the usual path's.
-        let Some(mut parts) = parts_of(route, call, crate::clock::stamp()) else {
+        let Some(mut parts) = parts_of(direct.topic, call, crate::clock::stamp()) else {
             return Direct::Usual;
         };
         // The seq is taken once the parts fit a slot: parts that do not (a
@@ -57,11 +170,11 @@ impl BrokerShared {
         // A subscription replaying from an offset ahead of the journal
         // starts there (`journal/replay.rs`): it skips the record, as
         // `Chosen` says.
-        if item.seq() < entry.start {
+        if item.seq() < direct.start {
             return Direct::Done;
         }
-        let sub = &*entry.sub;
-        let gate = LaneGate::enter(sub, &mut lanes[i as usize]);
+        let sub = &*snapshot.entries[direct.index as usize].sub;
+        let gate = LaneGate::enter(sub, lane);
         queue::gate_fence();
         // Relaxed, after the fence: as in `publish_usual`.
         if self.generation.load(Ordering::Relaxed) != snapshot.generation {
@@ -69,13 +182,31 @@ impl BrokerShared {
             return Direct::Reroute;
         }
         if self.closed.load(Ordering::Relaxed) {
-            self.count_after_shutdown(snapshot, &route.entries);
+            self.count_after_shutdown(snapshot, &[direct.index]);
             return Direct::Done;
         }
         sub.push_lane(gate.lane, item, |dropped| stash.reclaim(dropped));
         Direct::Done
         // `gate` drops here: the lane leaves, the worker is woken.
     }
+}
+
+/// The direct path's route, if `route` is one: one subscription, none
+/// with a predicate, no journal or flight recorder, an interned topic.
+#[inline(always)]
+fn direct_route(snapshot: &Snapshot, route: &route::Route) -> Option<DirectRoute> {
+    let [index] = *route.entries else {
+        return None;
+    };
+    let entry = &snapshot.entries[index as usize];
+    if route.journal || route.recorders || entry.predicate.is_some() {
+        return None;
+    }
+    Some(DirectRoute {
+        index,
+        start: entry.start,
+        topic: produce::static_topic(&route.topic)?,
+    })
 }
 
 /// The most subscriptions a direct call copies its parts to; a route to
@@ -123,7 +254,10 @@ impl BrokerShared {
         {
             return Direct::Usual;
         }
-        let Some(mut parts) = parts_of(route, call, crate::clock::stamp_converted()) else {
+        let Some(topic) = produce::static_topic(&route.topic) else {
+            return Direct::Usual;
+        };
+        let Some(mut parts) = parts_of(topic, call, crate::clock::stamp_converted()) else {
             return Direct::Usual;
         };
         // Relaxed: see `seq`; taken only once the parts fit, as on the
@@ -166,18 +300,17 @@ impl BrokerShared {
     }
 }
 
-/// A direct call's parts on `route`, made on this thread with `stamp`, the
-/// message formatted (`Make::text`); their `seq` is set once they are known
-/// to fit a slot (`Item::parts_with_seq`). `None` where the topic is not
-/// interned or the call has no text for the direct path: the usual path
-/// takes it (with the text made, if it was).
+/// A direct call's parts on the interned `topic`, made on this thread with
+/// `stamp`, the message formatted (`Make::text`); their `seq` is set once
+/// they are known to fit a slot (`Item::parts_with_seq`). `None` where the
+/// call has no text for the direct path: the usual path takes it (with the
+/// text made, if it was).
 #[inline(always)]
 fn parts_of<'c>(
-    route: &route::Route,
+    topic: produce::StaticTopic,
     call: &'c mut impl Make,
     stamp: produce::Stamp,
 ) -> Option<produce::Parts<'c>> {
-    let topic = produce::static_topic(&route.topic)?;
     let text = call.text()?;
     Some(produce::Parts {
         seq: 0,

@@ -38,6 +38,14 @@
 //! arguments' bits, and the worker formats it. So nothing the caller
 //! writes was last touched by another core but the slots, and no
 //! reference count or recycled record crosses between the threads.
+//!
+//! The thread's view remembers the direct route the last such call took
+//! (`route::BrokerView::remember`, for its snapshot only), and a call with
+//! the same level and target takes it before steps 2-4: a `log::info!`
+//! call inside its pass through the view, a deferred call of logbus's
+//! macros in a small pass of its own before that (`Remembering`, and
+//! `direct.rs`'s `push_remembered` and `publish_remembered`). Every other
+//! step (the gate, the re-checks, the push) is the direct path's.
 
 mod direct;
 
@@ -197,7 +205,7 @@ impl BrokerShared {
 
     /// [`publish`](BrokerShared::publish) for any [`Make`]: a plain call
     /// takes the direct path where its route allows (see the module docs).
-    pub(crate) fn publish_made(&self, level: log::Level, target: &str, make: impl Make) {
+    pub(crate) fn publish_made<M: Make>(&self, level: log::Level, target: &str, make: M) {
         if self.in_forked_child() {
             // Before any lock: one held by another thread at the fork stays
             // held in the child for ever (`fork.rs`).
@@ -205,15 +213,25 @@ impl BrokerShared {
             return;
         }
         let mut make = Some(make);
-        let mut made = Made::default();
-        let routed =
-            self.with_view(|view| self.publish_in(view, level, target, &mut make, &mut made));
+        let routed = self.with_view(|view| {
+            if let Some(call) = make
+                .as_mut()
+                .filter(|_| M::REMEMBERS == Remembering::InView)
+            {
+                match self.push_remembered(view, level, target, call) {
+                    Direct::Done => return,
+                    Direct::Reroute => view.refresh(self.snapshot()),
+                    Direct::Usual => {}
+                }
+            }
+            self.publish_in(view, level, target, &mut make, &mut Made::default());
+        });
         if routed.is_none() {
             // This thread's views are gone (a log call from a thread-local
             // destructor at thread exit): route through a temporary view, so
             // the record is still delivered or counted.
             let mut view = route::BrokerView::temporary(self.id, self.snapshot());
-            self.publish_in(&mut view, level, target, &mut make, &mut made);
+            self.publish_in(&mut view, level, target, &mut make, &mut Made::default());
         }
     }
 
@@ -224,6 +242,7 @@ impl BrokerShared {
     /// User code (formatting the message, predicates) runs before any gate
     /// is entered, so a `Display` impl or predicate that panics or blocks can
     /// never hold up an unsubscribe or a shutdown.
+    #[inline(never)]
     fn publish_in<M: Make>(
         &self,
         view: &mut route::BrokerView,
@@ -246,8 +265,8 @@ impl BrokerShared {
                 }
                 // After shutdown: count and return at once, without building
                 // the record or running predicates. (A publisher that misses
-                // the flag here is caught inside the gate, in `publish_direct`
-                // or `publish_usual`.)
+                // the flag here is caught inside the gate, in `push_direct`,
+                // `publish_copies` or `publish_usual`.)
                 // Acquire: pairs with the SeqCst store in `shutdown`.
                 if made.record.is_none() && self.closed.load(Ordering::Acquire) {
                     self.count_after_shutdown(snapshot, &route.entries);
@@ -256,9 +275,16 @@ impl BrokerShared {
                 if M::PLAIN && made.record.is_none() && !temporary {
                     if let Some(call) = make.as_mut() {
                         match self.publish_direct(snapshot, route, lanes, stash, call) {
-                            Direct::Done => return,
-                            Direct::Reroute => break 'route true,
-                            Direct::Usual => {}
+                            (Direct::Done, remembered) => {
+                                if let Some(direct) =
+                                    remembered.filter(|_| M::REMEMBERS != Remembering::No)
+                                {
+                                    view.remember(level, target, direct);
+                                }
+                                return;
+                            }
+                            (Direct::Reroute, _) => break 'route true,
+                            (Direct::Usual, _) => {}
                         }
                     }
                 }
@@ -449,16 +475,37 @@ pub(crate) trait Make {
     /// Whether [`text`](Make::text) can give anything.
     const PLAIN: bool;
 
+    /// Whether and where a call of this kind takes the direct route its
+    /// thread's view remembers (`direct.rs`).
+    const REMEMBERS: Remembering = Remembering::No;
+
     /// Formats the message for the direct path, with the call's site:
-    /// called only on a direct route, and again after a re-route, which
-    /// gives the text made the first time (a message is never formatted
-    /// twice). `None` if it is longer than a slot (with its key-values),
+    /// called only on a direct route, and again after a re-route or after
+    /// the remembered route gave the call back (`direct.rs`), which gives
+    /// the text made the first time (a message is never formatted twice). `None` if it is longer than a slot (with its key-values),
     /// or has a key-value a slot does not carry.
     fn text(&mut self) -> Option<Text<'_>>;
 
     /// Fills the record on the usual path, with the message `text` made if
     /// it was called (a message is never formatted twice).
     fn fill(self, out: &mut Record);
+}
+
+/// Whether and where a kind of call takes the direct route its thread's
+/// view remembers: the route the last call of such a kind took the direct
+/// path on (`route::BrokerView::remember`, `direct.rs`).
+#[derive(PartialEq, Eq)]
+pub(crate) enum Remembering {
+    /// Not remembered, not looked for.
+    No,
+    /// Looked for in the caller's pass through its view
+    /// ([`BrokerShared::publish_made`]): a `log::info!` call.
+    InView,
+    /// Looked for in a small pass of its own, before the caller's path
+    /// (`publish_remembered`): a deferred call of logbus's macros, whose
+    /// whole path is short enough that `publish_made`'s frame cost it
+    /// 3-4 ns at p50 (`benches/README.md`, "Twenty-sixth session").
+    Ahead,
 }
 
 /// A fill function, as [`publish`](BrokerShared::publish) takes it.
