@@ -242,7 +242,6 @@ impl BrokerShared {
     /// User code (formatting the message, predicates) runs before any gate
     /// is entered, so a `Display` impl or predicate that panics or blocks can
     /// never hold up an unsubscribe or a shutdown.
-    #[inline(never)]
     fn publish_in<M: Make>(
         &self,
         view: &mut route::BrokerView,
@@ -482,8 +481,9 @@ pub(crate) trait Make {
     /// Formats the message for the direct path, with the call's site:
     /// called only on a direct route, and again after a re-route or after
     /// the remembered route gave the call back (`direct.rs`), which gives
-    /// the text made the first time (a message is never formatted twice). `None` if it is longer than a slot (with its key-values),
-    /// or has a key-value a slot does not carry.
+    /// the text made the first time (a message is never formatted twice).
+    /// `None` if it is longer than a slot (with its key-values), or has a
+    /// key-value a slot does not carry.
     fn text(&mut self) -> Option<Text<'_>>;
 
     /// Fills the record on the usual path, with the message `text` made if
