@@ -465,8 +465,7 @@ impl Slot {
             let start = usize::from(flags & LITERAL != 0);
             return put_with_kv(&self.text[start..], message, parts.kv.bytes());
         }
-        // Little-endian words, the last one zero-padded. Byte by byte for
-        // the rest: a copy of a variable length is a call to `memcpy`.
+        // Little-endian words, the last one zero-padded (`tail_word`).
         let mut words = message.chunks_exact(8);
         let mut at = 0;
         for (slot, chunk) in self.text.iter().zip(&mut words) {
@@ -474,13 +473,9 @@ impl Slot {
             slot.store(word, Ordering::Relaxed);
             at += 1;
         }
-        let rest = words.remainder();
-        if !rest.is_empty() && at < TEXT_WORDS {
-            let word = rest
-                .iter()
-                .rev()
-                .fold(0u64, |word, &byte| word << 8 | u64::from(byte));
-            self.text[at].store(word, Ordering::Relaxed);
+        let rest = words.remainder().len();
+        if rest != 0 && at < TEXT_WORDS {
+            self.text[at].store(tail_word(message, rest), Ordering::Relaxed);
         }
     }
 
@@ -774,6 +769,35 @@ fn put_with_kv(words: &[AtomicU64], message: &[u8], kv: &[u8]) {
     for (slot, bits) in words.iter().zip(used) {
         slot.store(word(bits), Ordering::Relaxed);
     }
+}
+
+/// The last `rest` bytes of `message` (1 to 7 of them) as a little-endian
+/// word, zero-padded: a message's last, partial word in a slot. Loads that
+/// overlap the bytes before them, then a shift, where a byte-by-byte fold
+/// was a chain of 7 dependent steps (and a copy of a variable length a
+/// call to `memcpy`).
+#[inline(always)]
+fn tail_word(message: &[u8], rest: usize) -> u64 {
+    debug_assert!((1..8).contains(&rest) && rest <= message.len());
+    let n = message.len();
+    if n >= 8 {
+        // The message's last 8 bytes, the wanted ones at the top.
+        let last = u64::from_le_bytes(message[n - 8..].try_into().unwrap_or_default());
+        return last >> ((8 - rest) * 8);
+    }
+    // The whole message is the rest (`n == rest`, under 8 bytes).
+    if n >= 4 {
+        // Two 4-byte loads that overlap where `n` is under 8: the bytes
+        // they share are the same, so OR-ing them is exact.
+        let head = u32::from_le_bytes(message[..4].try_into().unwrap_or_default());
+        let tail = u32::from_le_bytes(message[n - 4..].try_into().unwrap_or_default());
+        return u64::from(head) | u64::from(tail) << ((n - 4) * 8);
+    }
+    // 1 to 3 bytes: the first, the middle and the last (the same byte
+    // twice where `n` is under 3).
+    u64::from(message[0])
+        | u64::from(message[n / 2]) << (n / 2 * 8)
+        | u64::from(message[n - 1]) << ((n - 1) * 8)
 }
 
 /// A new record made of `parts` by `set` (`produce::set_parts` or
@@ -1189,5 +1213,24 @@ mod tests {
         // SAFETY: no one else reads or writes the slot, and it was put.
         let record = unsafe { reading.take(thread(), &mut Spares::default()) };
         assert!(Arc::ptr_eq(&record, &shared));
+    }
+
+    #[test]
+    fn a_messages_last_word_is_its_last_bytes_zero_padded() {
+        let text: Vec<u8> = (1..=INLINE_TEXT as u8).collect();
+        for len in 1..=INLINE_TEXT {
+            let message = &text[..len];
+            let rest = len % 8;
+            if rest == 0 {
+                continue;
+            }
+            let mut bytes = [0; 8];
+            bytes[..rest].copy_from_slice(&message[len - rest..]);
+            assert_eq!(
+                tail_word(message, rest),
+                u64::from_le_bytes(bytes),
+                "a message of {len} bytes"
+            );
+        }
     }
 }
