@@ -471,6 +471,53 @@ fn deferred_calls_either_way_come_out_whole_and_leave_no_seq_unused() {
     assert_eq!(seqs, [0, 1, 2, 3, 4]);
 }
 
+/// Calls on a key whose direct route the thread's view remembers, whose
+/// parts a slot does not hold (a message longer than a slot, a key-value
+/// that does not pack, a deferred string argument), take the usual path,
+/// between calls that take the remembered route: each comes out whole, in
+/// order, counted once, and no seq is left unused.
+#[test]
+fn what_a_slot_does_not_hold_leaves_a_remembered_route_for_the_usual_path() {
+    let broker = common::broker();
+    let seqs = Seqs::default();
+    let handle = broker
+        .subscribe(Subscription::builder("one", seqs.clone()))
+        .unwrap();
+    let b = broker.handle();
+    // One binding: the remembered key is the target's address and length.
+    let target = "app";
+    let long = "l".repeat(200);
+    let shown = std::path::Path::new("/a/path");
+    for i in 0..3u64 {
+        log::info!(logger: b, target: target, "short {i}");
+        log::info!(logger: b, target: target, "long {i} {long}");
+        log::info!(logger: b, target: target, path:? = shown; "kv {i}");
+        logbus::info!(logger: b, target: target, "macro {}", i);
+        logbus::info!(logger: b, target: target, "macro {} {}", i, "a string");
+    }
+    broker.flush().unwrap();
+    let got = seqs.0.lock().unwrap().clone();
+    let messages: Vec<_> = got.iter().map(|(_, m)| m.clone()).collect();
+    let expected: Vec<_> = (0..3)
+        .flat_map(|i| {
+            [
+                format!("short {i}"),
+                format!("long {i} {long}"),
+                format!("kv {i}"),
+                format!("macro {i}"),
+                format!("macro {i} a string"),
+            ]
+        })
+        .collect();
+    assert_eq!(messages, expected);
+    let first = got[0].0;
+    let offsets: Vec<_> = got.iter().map(|&(seq, _)| seq - first).collect();
+    assert_eq!(offsets, (0..15).collect::<Vec<_>>());
+    let s = handle.stats();
+    let counts = (s.matched, s.written, s.dropped, s.dead_lettered, s.lost);
+    assert_eq!(counts, (15, 15, 0, 0, 0), "{s:?}");
+}
+
 /// Whether a deferred record is what its thread logged: `d<t> <i> ...`
 /// with the values that `i` gives, on the thread named `d<t>`.
 fn decoded_whole(record: &Record) -> bool {
