@@ -16,10 +16,14 @@
 //! The view also remembers the direct route (one subscription, no
 //! predicate, journal or flight recorder, an interned topic) that its last
 //! `log::info!` or deferred call took, with that call's key
-//! ([`BrokerView::remember`], [`DirectRoute`]): the next call with the same
-//! key takes it before the lookup (`broker/publish/direct.rs`). A
-//! thread-local hint says which key that is ([`maybe_remembered`]), so that
-//! a deferred call with another key does not enter the view for it.
+//! ([`BrokerView::remember`], [`DirectRoute`]), and apart from it the last
+//! route to two to [`COPIES`] such subscriptions, which take copies
+//! ([`BrokerView::remember_copies`], [`CopiesRoute`]): the next call with
+//! the same key takes it before the lookup (`broker/publish/direct.rs`).
+//! Kept apart, so that a thread whose calls alternate between the two
+//! kinds finds both. Thread-local hints say which keys those are
+//! ([`maybe_remembered`], [`maybe_remembered_copies`]), so that a deferred
+//! call with another key does not enter the view for it.
 
 use std::cell::{Cell, RefCell};
 use std::collections::hash_map::Entry as MapEntry;
@@ -288,6 +292,43 @@ pub(crate) struct BrokerView {
     /// `publish_remembered`): valid for this snapshot, so `refresh`
     /// forgets it.
     remembered: Option<(RouteKey, DirectRoute)>,
+    /// The route to several subscriptions the last such call took the
+    /// copies on (remembered by `publish_in`, taken by
+    /// `push_remembered_copies`), kept as `remembered` is.
+    copies: Option<(RouteKey, CopiesRoute)>,
+}
+
+/// The most subscriptions the direct path copies a call's parts to
+/// (`broker/publish/direct.rs`, where the reasons are); a route to more
+/// takes the usual path, one shared record.
+pub(crate) const COPIES: usize = 4;
+
+/// What the direct path's copies need of a route to two to [`COPIES`]
+/// subscriptions, none with a predicate, no journal or flight recorder,
+/// and an interned topic: the subscriptions' indices in the snapshot,
+/// ascending (`ids[..count]`), and the topic. Their replays' starts are
+/// read from the snapshot at each call.
+#[derive(Clone, Copy)]
+pub(crate) struct CopiesRoute {
+    pub(crate) ids: [u32; COPIES],
+    pub(crate) count: u8,
+    pub(crate) topic: StaticTopic,
+}
+
+impl CopiesRoute {
+    /// The subscriptions' indices.
+    pub(crate) fn ids(&self) -> &[u32] {
+        &self.ids[..usize::from(self.count)]
+    }
+}
+
+/// A remembered copies' route and this thread's means to push on it: its
+/// lanes (same indices as `snapshot.entries`) and stash.
+pub(crate) struct RememberedCopies<'v> {
+    pub(crate) snapshot: &'v Snapshot,
+    pub(crate) route: CopiesRoute,
+    pub(crate) lanes: &'v mut [Option<LaneProducer>],
+    pub(crate) stash: &'v mut Stash,
 }
 
 /// What the direct path needs of a route to one subscription, none with a
@@ -356,6 +397,7 @@ impl BrokerView {
             stash: Stash::default(),
             temporary: false,
             remembered: None,
+            copies: None,
         }
     }
 
@@ -400,6 +442,7 @@ impl BrokerView {
         self.last = None;
         self.before = None;
         self.remembered = None;
+        self.copies = None;
     }
 
     /// Remembers `route` as the direct route of `level` and `target`, for
@@ -408,6 +451,54 @@ impl BrokerView {
         let key = RouteKey::of(level, target);
         self.remembered = Some((key, route));
         let _ = REMEMBERED.try_with(|last| last.set(Some((self.broker_id, key))));
+    }
+
+    /// Remembers `route` as the copies' route of `level` and `target`, for
+    /// [`remembered_copies`](Self::remembered_copies), and says so to
+    /// [`maybe_remembered_copies`]. The one-subscription hint loses this
+    /// key if it held it (the route it named is gone, or a deferred call
+    /// would look there, miss, and never look here).
+    pub(crate) fn remember_copies(&mut self, level: Level, target: &str, route: CopiesRoute) {
+        let key = RouteKey::of(level, target);
+        self.copies = Some((key, route));
+        let hint = Some((self.broker_id, key));
+        let _ = REMEMBERED_COPIES.try_with(|last| last.set(hint));
+        let _ = REMEMBERED.try_with(|last| {
+            if last.get() == hint {
+                last.set(None);
+            }
+        });
+    }
+
+    /// Whether the view remembers a copies' route (for any key): a call
+    /// with nothing to look for skips the call that would.
+    #[inline(always)]
+    pub(crate) fn remembers_copies(&self) -> bool {
+        self.copies.is_some()
+    }
+
+    /// The remembered copies' route, if it is the route of `level` and
+    /// `target` (the text confirmed, as `lookup` does), with this thread's
+    /// lanes. Not on a temporary view, which has no lanes.
+    #[inline(always)]
+    pub(crate) fn remembered_copies(
+        &mut self,
+        level: Level,
+        target: &str,
+    ) -> Option<RememberedCopies<'_>> {
+        let (key, route) = self.copies.as_ref()?;
+        if *key != RouteKey::of(level, target)
+            || !same_text(route.topic.topic().target(), target)
+            || self.temporary
+        {
+            return None;
+        }
+        Some(RememberedCopies {
+            snapshot: &self.snapshot,
+            route: *route,
+            lanes: &mut self.lanes,
+            stash: &mut self.stash,
+        })
     }
 
     /// The remembered direct route, if it is the route of `level` and
@@ -521,14 +612,28 @@ thread_local! {
     /// the view for it. A hint: the view may have forgotten the route since
     /// (a refresh), and then the view says so.
     static REMEMBERED: Cell<Option<(u64, RouteKey)>> = const { Cell::new(None) };
+    /// As `REMEMBERED`, for the copies' route (`BrokerView::remember_copies`).
+    static REMEMBERED_COPIES: Cell<Option<(u64, RouteKey)>> = const { Cell::new(None) };
 }
 
 /// Whether this thread's view of broker `broker_id` may remember the direct
-/// route of `level` and `target` (see [`BrokerView::remembered`], which
-/// decides).
+/// route of `level` and `target` to one subscription (see
+/// [`BrokerView::remembered`], which decides).
 #[inline(always)]
 pub(crate) fn maybe_remembered(broker_id: u64, level: Level, target: &str) -> bool {
     REMEMBERED
+        .try_with(|last| last.get() == Some((broker_id, RouteKey::of(level, target))))
+        .unwrap_or(false)
+}
+
+/// [`maybe_remembered`] for the route to several subscriptions (see
+/// [`BrokerView::remembered_copies`]). Out of line: a call that finds its
+/// one-subscription route does not make it, and inline, with the other
+/// check, both were made at every call (4 instructions more a call on that
+/// route).
+#[inline(never)]
+pub(crate) fn maybe_remembered_copies(broker_id: u64, level: Level, target: &str) -> bool {
+    REMEMBERED_COPIES
         .try_with(|last| last.get() == Some((broker_id, RouteKey::of(level, target))))
         .unwrap_or(false)
 }

@@ -979,6 +979,92 @@ fn a_remembered_route_gives_way_to_what_changed() {
     }
 }
 
+/// A route to several subscriptions, remembered by the thread's view as
+/// the one-subscription route is (its copies taken before the lookup),
+/// gives way to a one-subscription route, to another level, to another
+/// text at the same address, and to a subscription added and removed:
+/// every subscription gets its records in order, each counted once.
+#[test]
+fn a_remembered_copies_route_gives_way_to_what_changed() {
+    let broker = common::broker();
+    let subscribe = |name: &str, pattern: &str| {
+        let (memory, handle) = logbus::Memory::new();
+        let builder = Subscription::builder(name, memory).pattern(pattern);
+        broker.subscribe(builder).unwrap();
+        handle
+    };
+    let db = subscribe("db", "info.app.db");
+    let any = subscribe("any", "*.app.db");
+    let dc = subscribe("dc", "info.app.dc");
+    let b = broker.handle();
+    let mut target = String::from("app::db");
+    for i in 0..2u64 {
+        // Copies (db and any), twice each way, then one subscription (any).
+        log::info!(logger: b, target: &target, "log {i}");
+        log::info!(logger: b, target: &target, "log again {i}");
+        logbus::info!(logger: b, target: &target, "macro {}", i);
+        logbus::info!(logger: b, target: &target, "macro again {}", i);
+        log::warn!(logger: b, target: &target, "warn {i}");
+        logbus::warn!(logger: b, target: &target, "macro warn {}", i);
+    }
+    // The copies' route remembered, then the same address and length with
+    // other text (one subscription, dc), the deferred call first; then the
+    // first text again.
+    log::info!(logger: b, target: &target, "log db before");
+    let at = target.as_ptr();
+    target.replace_range(6..7, "c");
+    assert_eq!((target.as_str(), target.as_ptr()), ("app::dc", at));
+    logbus::info!(logger: b, target: &target, "macro dc {}", 1);
+    log::info!(logger: b, target: &target, "log dc");
+    target.replace_range(6..7, "b");
+    log::info!(logger: b, target: &target, "log db");
+    // A third copy, then back to two.
+    let all = subscribe("all", "info.#");
+    log::info!(logger: b, target: &target, "three");
+    logbus::info!(logger: b, target: &target, "three {}", 1);
+    broker.flush().unwrap();
+    let removed = broker.unsubscribe("all").unwrap();
+    assert_eq!((removed.matched, removed.written), (2, 2), "{removed:?}");
+    logbus::info!(logger: b, target: &target, "two {}", 1);
+    log::info!(logger: b, target: &target, "two");
+    broker.flush().unwrap();
+    let messages = |handle: &logbus::MemoryHandle| -> Vec<String> {
+        topics(handle).into_iter().map(|(_, m)| m).collect()
+    };
+    let info = [
+        "log 0",
+        "log again 0",
+        "macro 0",
+        "macro again 0",
+        "log 1",
+        "log again 1",
+        "macro 1",
+        "macro again 1",
+        "log db before",
+        "log db",
+        "three",
+        "three 1",
+        "two 1",
+        "two",
+    ];
+    assert_eq!(messages(&db), info);
+    let mut both = info.to_vec();
+    both.splice(4..4, ["warn 0", "macro warn 0"]);
+    both.splice(10..10, ["warn 1", "macro warn 1"]);
+    assert_eq!(messages(&any), both);
+    assert_eq!(messages(&dc), ["macro dc 1", "log dc"]);
+    for (handle, topic) in [(&db, "info.app.db"), (&dc, "info.app.dc")] {
+        assert!(topics(handle).iter().all(|(t, _)| t == topic), "{topic}");
+    }
+    assert_eq!(messages(&all), ["three", "three 1"]);
+    let stats = broker.stats();
+    for (name, count) in [("db", 14), ("any", 18), ("dc", 2)] {
+        let s = &stats.subscriptions[name];
+        let counts = (s.matched, s.written, s.dropped, s.dead_lettered, s.lost);
+        assert_eq!(counts, (count, count, 0, 0, 0), "{name}: {s:?}");
+    }
+}
+
 /// Deferred calls of logbus's macros, direct and not (a string argument,
 /// too many arguments), under concurrent reconfiguration (generation
 /// changes, so the remembered route goes stale under the calls and

@@ -6,16 +6,18 @@
 //! subscription takes [`push_direct`](BrokerShared::push_direct)'s
 //! [`LaneGate`], its one lane; several take
 //! [`publish_copies`](BrokerShared::publish_copies), which the usual path
-//! offers them first, through [`CopiesGate`] (a [`LaneGate`] for each
-//! lane), with the stamp converted on this thread so that the copies have
-//! one time. Every step
+//! offers them first, and its push (`push_copies`) through [`CopiesGate`]
+//! (a [`LaneGate`] for each lane), with the stamp converted on this thread
+//! so that the copies have one time. Every step
 //! the usual path takes for a record (`seq`, the gate, the generation and
 //! shutdown re-checks, the overflow policy, the wake-up) is taken here for
-//! the parts, in the same order. A one-subscription route taken this way
-//! is remembered by the thread's view for the next call with the same
-//! level and target (`push_remembered`, `publish_remembered`): that call
-//! skips the lookup and the rest of the caller's path's setup, and takes
-//! every step from the shutdown check on as the direct path does.
+//! the parts, in the same order. A route taken this way, to one
+//! subscription or to several, is remembered by the thread's view for the
+//! next call with the same level and target (`push_remembered`,
+//! `publish_remembered`): that call skips the lookup and the rest of the
+//! caller's path's setup (for copies, the detour through the usual path
+//! too), and takes every step from the shutdown check on as the direct
+//! path does.
 
 use logbus_appenders::__private_api as produce;
 
@@ -23,7 +25,9 @@ use super::{leave, Make};
 use crate::broker::BrokerShared;
 use crate::queue::{self, Item, LaneProducer};
 use crate::recycle::Stash;
-use crate::route::{self, DirectRoute, RememberedLane, Snapshot};
+use crate::route::{
+    self, CopiesRoute, DirectRoute, RememberedCopies, RememberedLane, Snapshot, COPIES,
+};
 use crate::subscription::SubShared;
 use crate::sync::Ordering;
 use crate::thread_role;
@@ -59,7 +63,9 @@ impl BrokerShared {
     /// kept for a re-route. `Usual` if it is not this call's route (or the
     /// message does not fit a slot): the caller's path takes the call.
     /// A view remembers a route only for its snapshot (`refresh` forgets
-    /// it), so it is the route a lookup would give.
+    /// it), so it is the route a lookup would give. (The copies' route the
+    /// view remembers apart is not looked for here:
+    /// [`push_remembered_copies`](Self::push_remembered_copies).)
     #[inline(always)]
     pub(super) fn push_remembered(
         &self,
@@ -77,22 +83,53 @@ impl BrokerShared {
         else {
             return Direct::Usual;
         };
-        if self.closed_counted(snapshot, route) {
+        if self.closed_counted(snapshot, &[route.index]) {
             return Direct::Done;
         }
         self.push_direct(snapshot, route, lane, stash, call)
     }
 
-    /// After shutdown, counts the call on `route` and says so, before
-    /// anything is made of it: the check `publish_in` makes before the
-    /// direct path, for a call that takes the remembered route instead. (A
-    /// publisher that misses the flag here is caught inside the gate, in
-    /// `push_direct`.)
+    /// The copies' push ([`push_copies`](Self::push_copies)) on the route to
+    /// several subscriptions `view` remembers for `level` and `target`
+    /// (apart from the one-subscription route `push_remembered` takes),
+    /// after the shutdown check; `Usual` if it is not this call's route.
+    /// Called by `publish_made`'s pass after `push_remembered` (and by
+    /// `publish_remembered_copies`), not from inside `push_remembered`: a
+    /// call there cost the one-subscription route 13 instructions a call
+    /// (`benches/README.md`, "Twenty-seventh session").
+    #[inline(never)]
+    pub(super) fn push_remembered_copies(
+        &self,
+        view: &mut route::BrokerView,
+        level: log::Level,
+        target: &str,
+        call: &mut impl Make,
+    ) -> Direct {
+        let Some(RememberedCopies {
+            snapshot,
+            route,
+            lanes,
+            stash,
+        }) = view.remembered_copies(level, target)
+        else {
+            return Direct::Usual;
+        };
+        if self.closed_counted(snapshot, route.ids()) {
+            return Direct::Done;
+        }
+        self.push_copies(snapshot, route, lanes, stash, call)
+    }
+
+    /// After shutdown, counts the call on the subscriptions `ids` and says
+    /// so, before anything is made of it: the check `publish_in` makes
+    /// before the direct path, for a call that takes the remembered route
+    /// instead. (A publisher that misses the flag here is caught inside the
+    /// gate, in `push_direct` or `push_copies`.)
     #[inline(always)]
-    fn closed_counted(&self, snapshot: &Snapshot, route: DirectRoute) -> bool {
+    fn closed_counted(&self, snapshot: &Snapshot, ids: &[u32]) -> bool {
         // Acquire: pairs with the SeqCst store in `shutdown`.
         if self.closed.load(Ordering::Acquire) {
-            self.count_after_shutdown(snapshot, &[route.index]);
+            self.count_after_shutdown(snapshot, ids);
             return true;
         }
         false
@@ -113,8 +150,11 @@ impl BrokerShared {
     /// deferred call read 3-4 ns slower at p50 than here
     /// (`benches/README.md`, "Twenty-sixth session"). A call whose key is
     /// not the remembered one does not enter the view here
-    /// (`route::maybe_remembered`): a route to several subscriptions pays only
-    /// that check.
+    /// (`route::maybe_remembered`): a route to more than [`COPIES`]
+    /// subscriptions, or with a predicate, pays only that check and
+    /// `maybe_remembered_copies`'s. A call on the copies' route the view
+    /// remembers apart takes it in a pass of its own
+    /// (`publish_remembered_copies`).
     #[inline(always)]
     pub(crate) fn publish_remembered(
         &self,
@@ -122,7 +162,11 @@ impl BrokerShared {
         target: &str,
         call: &mut impl Make,
     ) -> bool {
-        if !route::maybe_remembered(self.id, level, target) || self.in_forked_child() {
+        if !route::maybe_remembered(self.id, level, target) {
+            return route::maybe_remembered_copies(self.id, level, target)
+                && self.publish_remembered_copies(level, target, call);
+        }
+        if self.in_forked_child() {
             // A forked child's call: the caller's path counts it, before any
             // lock (`fork.rs`).
             return false;
@@ -136,6 +180,36 @@ impl BrokerShared {
                 self.generation.load(Ordering::Acquire) == view.generation()
                     && matches!(
                         self.push_remembered(view, level, target, call),
+                        Direct::Done
+                    )
+            },
+        )
+        .unwrap_or(false)
+    }
+
+    /// [`publish_remembered`](Self::publish_remembered) on the copies'
+    /// route the view remembers apart ([`push_remembered_copies`]
+    /// (Self::push_remembered_copies)): a pass of its own, out of line, so
+    /// that the one-subscription route's pass stays what it was.
+    #[inline(never)]
+    fn publish_remembered_copies(
+        &self,
+        level: log::Level,
+        target: &str,
+        call: &mut impl Make,
+    ) -> bool {
+        if self.in_forked_child() {
+            // As in `publish_remembered`.
+            return false;
+        }
+        route::with_view(
+            self.id,
+            || self.snapshot(),
+            |view| {
+                // Acquire: as in `publish_remembered`.
+                self.generation.load(Ordering::Acquire) == view.generation()
+                    && matches!(
+                        self.push_remembered_copies(view, level, target, call),
                         Direct::Done
                     )
             },
@@ -209,16 +283,15 @@ fn direct_route(snapshot: &Snapshot, route: &route::Route) -> Option<DirectRoute
     })
 }
 
-/// The most subscriptions a direct call copies its parts to; a route to
-/// more takes the usual path, one shared record. A copy costs the caller
-/// about 160 instructions (its push, in logbus; 75 in the stand-alone
-/// experiment) and a wide ring (128-byte slots) in each subscription's
-/// lane of the thread; a shared pointer about 57, on top of the record's
-/// fill (about 210) and its reference and holders counts, which every
-/// worker then writes from its own core (`benches/README.md`, "Fan-out
-/// shapes without logbus" and "Nineteenth session"). Past four, the
-/// copies' instructions and rings outgrow what they save.
-const COPIES: usize = 4;
+// `COPIES` (`route.rs`), the most subscriptions a direct call copies its
+// parts to: a route to more takes the usual path, one shared record. A copy
+// costs the caller about 160 instructions (its push, in logbus; 75 in the
+// stand-alone experiment) and a wide ring (128-byte slots) in each
+// subscription's lane of the thread; a shared pointer about 57, on top of
+// the record's fill (about 210) and its reference and holders counts, which
+// every worker then writes from its own core (`benches/README.md`,
+// "Fan-out shapes without logbus" and "Nineteenth session"). Past four,
+// the copies' instructions and rings outgrow what they save.
 
 impl BrokerShared {
     /// The direct path for a route to two to [`COPIES`] subscriptions,
@@ -235,7 +308,12 @@ impl BrokerShared {
     /// there, the one-subscription path's p50 at a call every 2 ms read
     /// 86-105 ns more than before (1 of 8 paired rounds won), and +6-10 ns
     /// (4 of 8) with the branch here (`benches/README.md`). Out of line
-    /// too, so that the usual path's frame stays what it was.
+    /// too, so that the usual path's frame stays what it was. With the
+    /// route, if it is a copies' route ([`copies_route`]): the view
+    /// remembers it for the next call of a kind that looks for it
+    /// (`Make::REMEMBERS`), which then takes `push_copies` before the
+    /// lookup ([`push_remembered_copies`](Self::push_remembered_copies),
+    /// [`publish_remembered_copies`](Self::publish_remembered_copies)).
     #[inline(never)]
     pub(super) fn publish_copies(
         &self,
@@ -244,20 +322,31 @@ impl BrokerShared {
         lanes: &mut [Option<LaneProducer>],
         stash: &mut Stash,
         call: &mut impl Make,
-    ) -> Direct {
-        let entries = &*route.entries;
-        let entry = |i: u32| &snapshot.entries[i as usize];
-        if route.journal
-            || route.recorders
-            || entries.len() > COPIES
-            || entries.iter().any(|&i| entry(i).predicate.is_some())
-        {
-            return Direct::Usual;
-        }
-        let Some(topic) = produce::static_topic(&route.topic) else {
-            return Direct::Usual;
+    ) -> (Direct, Option<CopiesRoute>) {
+        let Some(copies) = copies_route(snapshot, route) else {
+            return (Direct::Usual, None);
         };
-        let Some(mut parts) = parts_of(topic, call, crate::clock::stamp_converted()) else {
+        (
+            self.push_copies(snapshot, copies, lanes, stash, call),
+            Some(copies),
+        )
+    }
+
+    /// The copies' push on a route to two to [`COPIES`] subscriptions
+    /// ([`copies_route`]): the parts made with the converted stamp, their
+    /// `seq` taken, the subscriptions whose replay starts ahead left out,
+    /// the gate, the generation and shutdown re-checks, a push into each
+    /// lane under its overflow policy.
+    #[inline]
+    fn push_copies(
+        &self,
+        snapshot: &Snapshot,
+        route: CopiesRoute,
+        lanes: &mut [Option<LaneProducer>],
+        stash: &mut Stash,
+        call: &mut impl Make,
+    ) -> Direct {
+        let Some(mut parts) = parts_of(route.topic, call, crate::clock::stamp_converted()) else {
             return Direct::Usual;
         };
         // Relaxed: see `seq`; taken only once the parts fit, as on the
@@ -270,8 +359,8 @@ impl BrokerShared {
         // skips the record (`journal/replay.rs`), as `Chosen` says.
         let mut chosen = [0; COPIES];
         let mut count = 0;
-        for &i in entries {
-            if parts.seq >= entry(i).start {
+        for &i in route.ids() {
+            if parts.seq >= snapshot.entries[i as usize].start {
                 chosen[count] = i;
                 count += 1;
             }
@@ -298,6 +387,30 @@ impl BrokerShared {
         Direct::Done
         // `gate` drops here: every lane leaves, the workers are woken.
     }
+}
+
+/// The copies' route, if `route` is one: two to [`COPIES`]
+/// subscriptions, none with a predicate, no journal or flight recorder, an
+/// interned topic.
+#[inline(always)]
+fn copies_route(snapshot: &Snapshot, route: &route::Route) -> Option<CopiesRoute> {
+    let entries = &*route.entries;
+    if route.journal
+        || route.recorders
+        || !(2..=COPIES).contains(&entries.len())
+        || entries
+            .iter()
+            .any(|&i| snapshot.entries[i as usize].predicate.is_some())
+    {
+        return None;
+    }
+    let mut ids = [0; COPIES];
+    ids[..entries.len()].copy_from_slice(entries);
+    Some(CopiesRoute {
+        ids,
+        count: entries.len() as u8,
+        topic: produce::static_topic(&route.topic)?,
+    })
 }
 
 /// A direct call's parts on the interned `topic`, made on this thread with

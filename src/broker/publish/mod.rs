@@ -40,11 +40,14 @@
 //! reference count or recycled record crosses between the threads.
 //!
 //! The thread's view remembers the direct route the last such call took
-//! (`route::BrokerView::remember`, for its snapshot only), and a call with
-//! the same level and target takes it before steps 2-4: a `log::info!`
+//! to one subscription, and apart from it the last one to several
+//! (`route::BrokerView::remember` and `remember_copies`, for its snapshot
+//! only), and a call with the same level and target takes it before steps
+//! 2-4: a `log::info!`
 //! call inside its pass through the view, a deferred call of logbus's
 //! macros in a small pass of its own before that (`Remembering`, and
-//! `direct.rs`'s `push_remembered` and `publish_remembered`). Every other
+//! `direct.rs`'s `push_remembered`, `publish_remembered` and their
+//! copies' forms). Every other
 //! step (the gate, the re-checks, the push) is the direct path's.
 
 mod direct;
@@ -221,6 +224,16 @@ impl BrokerShared {
                 match self.push_remembered(view, level, target, call) {
                     Direct::Done => return,
                     Direct::Reroute => view.refresh(self.snapshot()),
+                    // The copies' route the view remembers apart, before the
+                    // lookup (a deferred call looks for it before this pass,
+                    // `publish_remembered`).
+                    Direct::Usual if view.remembers_copies() => {
+                        match self.push_remembered_copies(view, level, target, call) {
+                            Direct::Done => return,
+                            Direct::Reroute => view.refresh(self.snapshot()),
+                            Direct::Usual => {}
+                        }
+                    }
                     Direct::Usual => {}
                 }
             }
@@ -265,7 +278,7 @@ impl BrokerShared {
                 // After shutdown: count and return at once, without building
                 // the record or running predicates. (A publisher that misses
                 // the flag here is caught inside the gate, in `push_direct`,
-                // `publish_copies` or `publish_usual`.)
+                // `push_copies` or `publish_usual`.)
                 // Acquire: pairs with the SeqCst store in `shutdown`.
                 if made.record.is_none() && self.closed.load(Ordering::Acquire) {
                     self.count_after_shutdown(snapshot, &route.entries);
@@ -282,7 +295,7 @@ impl BrokerShared {
                                 }
                                 return;
                             }
-                            (Direct::Reroute, _) => break 'route true,
+                            (Direct::Reroute, _) => break 'route Usual::Retry,
                             (Direct::Usual, _) => {}
                         }
                     }
@@ -294,8 +307,15 @@ impl BrokerShared {
                 };
                 self.publish_usual(snapshot, route, lanes, make, made)
             };
-            if !retry {
-                return;
+            match retry {
+                Usual::Done => return,
+                Usual::Copies(copies) => {
+                    if M::REMEMBERS != Remembering::No {
+                        view.remember_copies(level, target, copies);
+                    }
+                    return;
+                }
+                Usual::Retry => {}
             }
             view.refresh(self.snapshot());
         }
@@ -305,10 +325,11 @@ impl BrokerShared {
     /// offers a plain call to several subscriptions the direct path's
     /// copies first (`direct.rs`, `publish_copies`); otherwise builds the
     /// record (once: `made` keeps it across a re-route), chooses the
-    /// subscriptions and enqueues it into each. Returns whether the
+    /// subscriptions and enqueues it into each. Returns `Retry` if the
     /// snapshot changed (under the gate, or at the re-check of a record no
-    /// subscription takes) and the call must route again. Out of line, so
-    /// that the direct path's frame stays small.
+    /// subscription takes) and the call must route again, and the copies'
+    /// route if copies took the call. Out of line, so that the direct
+    /// path's frame stays small.
     #[inline(never)]
     fn publish_usual<M: Make>(
         &self,
@@ -317,7 +338,7 @@ impl BrokerShared {
         lanes: Lanes<'_>,
         make: &mut Option<M>,
         made: &mut Made,
-    ) -> bool {
+    ) -> Usual {
         let Made {
             record,
             journal: kept_by,
@@ -336,14 +357,15 @@ impl BrokerShared {
                 if M::PLAIN && !temporary && route.entries.len() > 1 {
                     if let Some(call) = make.as_mut() {
                         match self.publish_copies(snapshot, route, lanes, stash, call) {
-                            Direct::Done => return false,
-                            Direct::Reroute => return true,
-                            Direct::Usual => {}
+                            (Direct::Done, Some(copies)) => return Usual::Copies(copies),
+                            (Direct::Done, None) => return Usual::Done,
+                            (Direct::Reroute, _) => return Usual::Retry,
+                            (Direct::Usual, _) => {}
                         }
                     }
                 }
                 let Some(make) = make.take() else {
-                    return false;
+                    return Usual::Done;
                 };
                 let fill = |out: &mut Record| make.fill(out);
                 let stash = if temporary { None } else { Some(&mut *stash) };
@@ -366,7 +388,7 @@ impl BrokerShared {
         if route.recorders && context.is_none() {
             *context = Some(Self::context(snapshot, chosen.ids(), built));
         }
-        if chosen.ids().is_empty() {
+        let retry = if chosen.ids().is_empty() {
             // Only the journal keeps it, or every predicate said no:
             // no gate to pass, but a replaying subscription added
             // meanwhile must still see a record the journal took
@@ -419,6 +441,11 @@ impl BrokerShared {
                 false
             }
             // `gate` drops here: the lanes leave, also on unwinding.
+        };
+        if retry {
+            Usual::Retry
+        } else {
+            Usual::Done
         }
     }
 
@@ -493,7 +520,8 @@ pub(crate) trait Make {
 
 /// Whether and where a kind of call takes the direct route its thread's
 /// view remembers: the route the last call of such a kind took the direct
-/// path on (`route::BrokerView::remember`, `direct.rs`).
+/// path on, to one subscription or, apart, to several
+/// (`route::BrokerView::remember` and `remember_copies`, `direct.rs`).
 #[derive(PartialEq, Eq)]
 pub(crate) enum Remembering {
     /// Not remembered, not looked for.
@@ -631,6 +659,18 @@ struct Made {
     record: Option<Arc<Record>>,
     journal: u64,
     context: Option<Context>,
+}
+
+/// What the usual path (`publish_usual`) did with a call.
+enum Usual {
+    /// Enqueued, or counted, or taken by no subscription.
+    Done,
+    /// Enqueued as copies on this route, which the view may remember
+    /// (`route::BrokerView::remember_copies`).
+    Copies(route::CopiesRoute),
+    /// The snapshot changed under the gate (or at the re-check of a record
+    /// no subscription takes): route again.
+    Retry,
 }
 
 /// The entries of a route whose predicate accepts the record (and whose
