@@ -507,7 +507,7 @@ impl<'v> CopiesGate<'v> {
     ) -> CopiesGate<'v> {
         debug_assert!(ids.len() <= COPIES, "one lane held per copy");
         let mut gate = CopiesGate {
-            lanes: [None, None, None, None],
+            lanes: [const { None }; COPIES],
         };
         // Each lane split off the rest in turn: ascending indices give
         // disjoint borrows of the view's lanes.
