@@ -869,6 +869,14 @@ fn copies_reach_the_routes_subscriptions_among_others() {
 }
 
 /// What each memory appender got: its records' topics and messages.
+/// A memory appender subscribed to `pattern` as `name`, and its handle.
+fn memory_on(broker: &logbus::Broker, name: &str, pattern: &str) -> logbus::MemoryHandle {
+    let (memory, handle) = logbus::Memory::new();
+    let builder = Subscription::builder(name, memory).pattern(pattern);
+    broker.subscribe(builder).unwrap();
+    handle
+}
+
 fn topics(handle: &logbus::MemoryHandle) -> Vec<(String, String)> {
     handle
         .records()
@@ -887,12 +895,7 @@ fn topics(handle: &logbus::MemoryHandle) -> Vec<(String, String)> {
 #[test]
 fn a_remembered_route_gives_way_to_what_changed() {
     let broker = common::broker();
-    let subscribe = |name: &str, pattern: &str| {
-        let (memory, handle) = logbus::Memory::new();
-        let builder = Subscription::builder(name, memory).pattern(pattern);
-        broker.subscribe(builder).unwrap();
-        handle
-    };
+    let subscribe = |name: &str, pattern: &str| memory_on(&broker, name, pattern);
     let db = subscribe("db", "info.app.db");
     let warn = subscribe("warn", "warn.app.db");
     let dc = subscribe("dc", "info.app.dc");
@@ -987,12 +990,7 @@ fn a_remembered_route_gives_way_to_what_changed() {
 #[test]
 fn a_remembered_copies_route_gives_way_to_what_changed() {
     let broker = common::broker();
-    let subscribe = |name: &str, pattern: &str| {
-        let (memory, handle) = logbus::Memory::new();
-        let builder = Subscription::builder(name, memory).pattern(pattern);
-        broker.subscribe(builder).unwrap();
-        handle
-    };
+    let subscribe = |name: &str, pattern: &str| memory_on(&broker, name, pattern);
     let db = subscribe("db", "info.app.db");
     let any = subscribe("any", "*.app.db");
     let dc = subscribe("dc", "info.app.dc");

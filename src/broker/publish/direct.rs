@@ -166,31 +166,14 @@ impl BrokerShared {
             return route::maybe_remembered_copies(self.id, level, target)
                 && self.publish_remembered_copies(level, target, call);
         }
-        if self.in_forked_child() {
-            // A forked child's call: the caller's path counts it, before any
-            // lock (`fork.rs`).
-            return false;
-        }
-        route::with_view(
-            self.id,
-            || self.snapshot(),
-            |view| {
-                // Acquire: as in `with_view`; a stale view is the caller's
-                // path's to refresh.
-                self.generation.load(Ordering::Acquire) == view.generation()
-                    && matches!(
-                        self.push_remembered(view, level, target, call),
-                        Direct::Done
-                    )
-            },
-        )
-        .unwrap_or(false)
+        self.remembered_pass(move |view| self.push_remembered(view, level, target, call))
     }
 
     /// [`publish_remembered`](Self::publish_remembered) on the copies'
-    /// route the view remembers apart ([`push_remembered_copies`]
-    /// (Self::push_remembered_copies)): a pass of its own, out of line, so
-    /// that the one-subscription route's pass stays what it was.
+    /// route the view remembers apart
+    /// ([`push_remembered_copies`](Self::push_remembered_copies)): a pass
+    /// of its own, out of line, so that the one-subscription route's pass
+    /// stays what it was.
     #[inline(never)]
     fn publish_remembered_copies(
         &self,
@@ -198,20 +181,26 @@ impl BrokerShared {
         target: &str,
         call: &mut impl Make,
     ) -> bool {
+        self.remembered_pass(move |view| self.push_remembered_copies(view, level, target, call))
+    }
+
+    /// A pass through this thread's view for a remembered route: `push` on
+    /// a view of the current generation; whether it took the call. A
+    /// forked child's call, a stale view, or a view gone at thread exit:
+    /// not taken, for the caller's path (which counts a forked child's
+    /// call before any lock, `fork.rs`, and refreshes a stale view).
+    #[inline(always)]
+    fn remembered_pass(&self, push: impl FnOnce(&mut route::BrokerView) -> Direct) -> bool {
         if self.in_forked_child() {
-            // As in `publish_remembered`.
             return false;
         }
         route::with_view(
             self.id,
             || self.snapshot(),
             |view| {
-                // Acquire: as in `publish_remembered`.
+                // Acquire: as in `with_view`.
                 self.generation.load(Ordering::Acquire) == view.generation()
-                    && matches!(
-                        self.push_remembered_copies(view, level, target, call),
-                        Direct::Done
-                    )
+                    && matches!(push(view), Direct::Done)
             },
         )
         .unwrap_or(false)
