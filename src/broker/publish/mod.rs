@@ -264,7 +264,7 @@ impl BrokerShared {
         made: &mut Made,
     ) {
         loop {
-            let retry = 'route: {
+            let outcome = 'route: {
                 let Routed {
                     snapshot,
                     route,
@@ -307,7 +307,7 @@ impl BrokerShared {
                 };
                 self.publish_usual(snapshot, route, lanes, make, made)
             };
-            match retry {
+            match outcome {
                 Usual::Done => return,
                 Usual::Copies(copies) => {
                     if M::REMEMBERS != Remembering::No {
