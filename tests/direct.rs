@@ -480,7 +480,7 @@ fn deferred_calls_either_way_come_out_whole_and_leave_no_seq_unused() {
 fn what_a_slot_does_not_hold_leaves_a_remembered_route_for_the_usual_path() {
     let broker = common::broker();
     let seqs = Seqs::default();
-    let handle = broker
+    broker
         .subscribe(Subscription::builder("one", seqs.clone()))
         .unwrap();
     let b = broker.handle();
@@ -513,9 +513,7 @@ fn what_a_slot_does_not_hold_leaves_a_remembered_route_for_the_usual_path() {
     let first = got[0].0;
     let offsets: Vec<_> = got.iter().map(|&(seq, _)| seq - first).collect();
     assert_eq!(offsets, (0..15).collect::<Vec<_>>());
-    let s = handle.stats();
-    let counts = (s.matched, s.written, s.dropped, s.dead_lettered, s.lost);
-    assert_eq!(counts, (15, 15, 0, 0, 0), "{s:?}");
+    all_written(&broker, &[("one", 15)]);
 }
 
 /// Whether a deferred record is what its thread logged: `d<t> <i> ...`
@@ -869,6 +867,17 @@ fn copies_reach_the_routes_subscriptions_among_others() {
 }
 
 /// What each memory appender got: its records' topics and messages.
+/// Each named subscription matched and wrote `count` records, and
+/// dropped, dead-lettered and lost none.
+fn all_written(broker: &logbus::Broker, expected: &[(&str, u64)]) {
+    let stats = broker.stats();
+    for &(name, count) in expected {
+        let s = &stats.subscriptions[name];
+        let counts = (s.matched, s.written, s.dropped, s.dead_lettered, s.lost);
+        assert_eq!(counts, (count, count, 0, 0, 0), "{name}: {s:?}");
+    }
+}
+
 /// A memory appender subscribed to `pattern` as `name`, and its handle.
 fn memory_on(broker: &logbus::Broker, name: &str, pattern: &str) -> logbus::MemoryHandle {
     let (memory, handle) = logbus::Memory::new();
@@ -974,12 +983,7 @@ fn a_remembered_route_gives_way_to_what_changed() {
         topics(&also),
         pairs("info.app.db", &["macro fan-out 1", "log fan-out"])
     );
-    let stats = broker.stats();
-    for (name, count) in [("db", 19), ("warn", 4), ("dc", 3)] {
-        let s = &stats.subscriptions[name];
-        let counts = (s.matched, s.written, s.dropped, s.dead_lettered, s.lost);
-        assert_eq!(counts, (count, count, 0, 0, 0), "{name}: {s:?}");
-    }
+    all_written(&broker, &[("db", 19), ("warn", 4), ("dc", 3)]);
 }
 
 /// A route to several subscriptions, remembered by the thread's view as
@@ -1055,12 +1059,7 @@ fn a_remembered_copies_route_gives_way_to_what_changed() {
         assert!(topics(handle).iter().all(|(t, _)| t == topic), "{topic}");
     }
     assert_eq!(messages(&all), ["three", "three 1"]);
-    let stats = broker.stats();
-    for (name, count) in [("db", 14), ("any", 18), ("dc", 2)] {
-        let s = &stats.subscriptions[name];
-        let counts = (s.matched, s.written, s.dropped, s.dead_lettered, s.lost);
-        assert_eq!(counts, (count, count, 0, 0, 0), "{name}: {s:?}");
-    }
+    all_written(&broker, &[("db", 14), ("any", 18), ("dc", 2)]);
 }
 
 /// Deferred calls of logbus's macros, direct and not (a string argument,
