@@ -8,6 +8,9 @@ pub(crate) use std::hint::spin_loop;
 pub(crate) use std::sync::atomic::{
     compiler_fence, fence, AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
+/// For tests that start threads at once.
+#[cfg(test)]
+pub(crate) use std::sync::Barrier;
 /// Only `fork.rs`'s handler registration uses it, on Unix outside Miri.
 #[cfg(all(unix, not(miri)))]
 pub(crate) use std::sync::Once;

@@ -760,8 +760,8 @@ fn same_records(
 }
 
 /// A plain or deferred call routed to two to four subscriptions reaches
-/// each as its own copy, with one `seq`, one time (converted once, on the
-/// caller's thread) and one call site; a spilled message travels as one
+/// each as its own copy, with one `seq`, one time (each worker converts
+/// it with the anchor of its epoch) and one call site; a spilled message travels as one
 /// shared record.
 #[test]
 fn copies_carry_one_seq_one_time_and_one_call_site() {

@@ -136,7 +136,8 @@ fn check_record_times() {
 /// How [`check_four_outputs`]'s records reach its four subscriptions.
 #[derive(Clone, Copy, Debug)]
 enum Route {
-    /// As copies of their parts, one each, the stamp converted on the caller's thread.
+    /// As copies of their parts, one each, each worker converting the stamp with the
+    /// anchor of its epoch.
     Copies,
     /// As one shared record (a predicate on the route keeps it off the direct path), whose
     /// time the first of the workers to read it converts: the cloner's clone and the
@@ -253,12 +254,13 @@ fn check_four_outputs(route: Route) {
 }
 
 /// One thread rotates records for one subscription (the direct path: the worker builds the
-/// record from the slot and converts its ticks), for two (copies of the parts, the stamp
-/// converted on the caller's thread) and for two of which one has a predicate (one shared
+/// record from the slot and converts its ticks), for two (copies of the parts, each worker
+/// converting the stamp with its epoch's anchor) and for two of which one has a predicate (one shared
 /// record, converted by its first reader). Every output reads each time on its worker, as a
 /// rendering appender does: each time is within the clock reads around its call, a record
 /// has one time in both its outputs, and the thread's times in the output that has every
-/// kind (converted by the caller, by that output's worker or by the other's) never go back.
+/// kind (converted by that output's worker with its own or its epoch's anchor, or by the
+/// other's) never go back.
 fn check_mixed_ways() {
     let broker = common::broker();
     let (all, copies, shared) = (
@@ -295,7 +297,7 @@ fn check_mixed_ways() {
     for (message, before, after) in &brackets {
         let time = all[message];
         assert_within(time, *before, *after, message);
-        // Converted by different anchors (the caller's, either worker's), two times agree
+        // Converted by different anchors (an epoch's, either worker's), two times agree
         // to within the accuracy, not to the nanosecond: the order holds within it.
         if let Some(previous) = previous {
             assert!(

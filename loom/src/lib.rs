@@ -2,8 +2,9 @@
 //! with [loom](https://docs.rs/loom) on the code itself.
 //!
 //! loom cannot build the whole logbus crate (thread-locals, crossbeam), so
-//! this crate compiles the two files that hold the protocols,
-//! `src/queue/gate.rs` and `src/queue/waker.rs`, with `crate::sync` mapped
+//! this crate compiles the files that hold the protocols,
+//! `src/queue/gate.rs` and `src/queue/waker.rs`, and the keyed anchors'
+//! slot, `src/clock/keyed.rs` (modelled in `keyed.rs`), with `crate::sync` mapped
 //! to loom's atomics, fences and threads (the module below; logbus routes
 //! every primitive through its own `sync.rs` for this). What loom cannot
 //! model is mapped to its worst case: `park_timeout` is `park`, so a model
@@ -15,7 +16,8 @@
 //! hand-over, and `slots.rs`, a lane's slots, which model code this crate
 //! cannot build). Three model the multi-cursor ring issue 16's item 2 calls
 //! for, ahead of its code: `broadcast.rs` its cursors, `stamp.rs` a
-//! record's one time (the first reader's exchange of the stamp) and
+//! record's one time (the first reader's exchange of the stamp; the
+//! shared anchors of `keyed.rs` give it without an exchange) and
 //! `order.rs` one thread's order across the lanes a subscription reads.
 //! `cargo test -p logbus-loom` runs them (under a minute on two cores). Each protocol also has a model of a
 //! broken variant that loom must reject, so that the models are known to
@@ -24,7 +26,7 @@
 /// logbus' `sync.rs`, on loom's primitives.
 pub(crate) mod sync {
     pub(crate) use loom::hint::spin_loop;
-    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use std::sync::OnceLock;
 
     /// logbus' two sides of its fence (`src/sync/barrier.rs`), taken as
@@ -76,6 +78,11 @@ pub(crate) mod sync {
 #[path = "../../src/queue/gate.rs"]
 pub(crate) mod gate;
 
+/// logbus' `src/clock/keyed.rs`, unchanged: the keyed anchors' slot.
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../src/clock/keyed.rs"]
+pub(crate) mod keyed_slot;
+
 /// logbus' `src/queue/waker.rs`, unchanged.
 #[allow(dead_code, unreachable_pub)]
 #[path = "../../src/queue/waker.rs"]
@@ -85,6 +92,8 @@ pub(crate) mod waker;
 mod broadcast;
 #[cfg(test)]
 mod handover;
+#[cfg(test)]
+mod keyed;
 #[cfg(test)]
 mod models;
 #[cfg(test)]

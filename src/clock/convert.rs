@@ -37,9 +37,11 @@
 //! last one any thread measured over a full baseline, or, with none,
 //! `CLOCK_BOOTTIME`'s count across the suspend.
 //!
-//! No thread shares an anchor, so there is no protocol between threads
-//! beyond the origin, written once before any tick is stamped, and the last
-//! rate, one word.
+//! A thread's own anchor is its alone, so there is no protocol between
+//! threads beyond the origin, written once before any tick is stamped, and
+//! the last rate, one word. The one anchor threads share is the anchor of
+//! an epoch that copies of a record are converted with (`keyed.rs`, its
+//! protocol): one thread's anchor, published for the others to take.
 //!
 //! # Accuracy
 //!
@@ -120,6 +122,11 @@ use logbus_appenders::__private_api::unix_nanos;
 /// how long a wall-clock step goes unnoticed.
 const MAX_AHEAD_NANOS: u64 = 1_000_000;
 
+/// The longest an epoch of keyed anchors lasts (`keyed.rs`), in
+/// nanoseconds: half of [`MAX_AHEAD_NANOS`], so that an anchor read in an
+/// epoch reaches its last tick at a rate that drifted.
+pub(crate) const EPOCH_NANOS: u64 = MAX_AHEAD_NANOS / 2;
+
 /// How old, in nanoseconds of `CLOCK_BOOTTIME`, a thread's reading must be
 /// to become the start of its rates' baseline: the baseline is 1 to 2 s
 /// long while the thread keeps converting.
@@ -131,6 +138,9 @@ pub(crate) const BASELINE_NANOS: u64 = 1_000_000_000;
 /// time; two readings of it differ otherwise only by the moment between
 /// the two clock reads in each, nanoseconds in a narrow bracket.
 const SUSPEND_NANOS: u64 = 1_000_000;
+
+/// Words in an [`Anchor`] as `keyed.rs` keeps it.
+pub(crate) const WORDS: usize = 5;
 
 /// The counter and the clocks, read together (`tsc.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,7 +176,7 @@ impl Rate {
 
     /// The rate from `from` to `to`, by `CLOCK_BOOTTIME`; `None` unless the
     /// counter advanced.
-    fn between(from: &Reading, to: &Reading) -> Option<Rate> {
+    pub(crate) fn between(from: &Reading, to: &Reading) -> Option<Rate> {
         let ticks = to
             .ticks
             .checked_sub(from.ticks)
@@ -187,6 +197,22 @@ impl Rate {
             .checked_mul(self.per_tick)
             .map_or(u128::MAX, |n| n >> 64);
         u64::try_from(nanos).unwrap_or(u64::MAX)
+    }
+
+    /// log2 of the ticks in an epoch of keyed anchors (`keyed.rs`): the
+    /// largest power of two of ticks no longer than [`EPOCH_NANOS`] at this
+    /// rate, nor than its baseline (so that an anchor converting at a rate
+    /// measured over as long reaches across an epoch); `None` for a rate
+    /// measured over less than [`EPOCH_NANOS`].
+    pub(crate) fn epoch_shift(&self) -> Option<u32> {
+        if self.nanos < EPOCH_NANOS || self.per_tick == 0 {
+            return None;
+        }
+        let ticks = (u128::from(EPOCH_NANOS) << 64) / self.per_tick;
+        let ticks = u64::try_from(ticks).unwrap_or(u64::MAX).min(self.ticks);
+        // At least 2: an epoch (`ticks >> shift`) is below 2^62, as a
+        // slot's tag needs.
+        (ticks >= 4).then(|| 63 - ticks.leading_zeros())
     }
 
     /// A rate another thread measured over a full baseline (`to_bits`).
@@ -250,19 +276,25 @@ impl Anchor {
         ticks <= self.ahead_until
     }
 
-    /// Whether a thread that stamps copies on its own side
-    /// (`tsc::stamp_converted`), its previous such stamp at `last`, should
-    /// convert `ticks` (with this anchor, or a new one it then reads)
-    /// rather than read the wall clock: this anchor converts them, or the
-    /// previous stamp is within an eighth of an anchor's reach
-    /// (`min(1 ms, baseline)` in ticks). A new anchor's readings cost about
-    /// 0.2 µs and a conversion with it about 5 ns, against about 30 ns for
-    /// the wall clock, so calls `d` apart pay `0.2 µs * d / reach + 5 ns`
-    /// a call converting: less than the wall clock's while `d <= reach /
-    /// 8`. A `last` after `ticks` (a counter gone back) is far.
-    pub(crate) fn worth_converting(&self, ticks: u64, last: u64) -> bool {
-        let reach = self.ahead_until.saturating_sub(self.ticks);
-        self.converts(ticks) || ticks.checked_sub(last).is_some_and(|d| d <= reach / 8)
+    /// The anchor as [`WORDS`] words, as `keyed.rs` keeps it.
+    pub(crate) fn to_words(self) -> [u64; WORDS] {
+        [
+            self.ticks,
+            self.wall_nanos as u64,
+            self.rate as u64,
+            (self.rate >> 64) as u64,
+            self.ahead_until,
+        ]
+    }
+
+    /// The anchor [`to_words`](Anchor::to_words) made `words` of.
+    pub(crate) fn from_words(words: [u64; WORDS]) -> Anchor {
+        Anchor {
+            ticks: words[0],
+            wall_nanos: words[1] as i64,
+            rate: u128::from(words[2]) | u128::from(words[3]) << 64,
+            ahead_until: words[4],
+        }
     }
 
     /// The wall-clock time of `ticks`, in nanoseconds from the Unix epoch
@@ -1026,24 +1058,45 @@ mod tests {
     }
 
     #[test]
-    fn a_caller_converts_while_its_anchor_reaches_or_it_stamps_often() {
+    fn an_anchor_is_kept_as_words_whole() {
         let anchor = Anchor {
-            ticks: 1_000,
-            wall_nanos: 0,
-            rate: 1 << 64,
-            ahead_until: 1_500,
+            ticks: u64::MAX - 1,
+            wall_nanos: -5,
+            rate: (3 << 64) + 7,
+            ahead_until: u64::MAX,
         };
-        // Within reach: converted, however long ago the last stamp was.
-        assert!(anchor.worth_converting(1_500, 0));
-        // Past it, the last stamp within an eighth of the reach (500 / 8 =
-        // 62 ticks): a new anchor is worth reading.
-        assert!(anchor.worth_converting(2_000, 1_938));
-        assert!(anchor.worth_converting(2_000, 2_000));
-        // Past it, the last stamp further back: the wall clock.
-        assert!(!anchor.worth_converting(2_000, 1_937));
-        assert!(!anchor.worth_converting(9_000, 0));
-        // A last stamp after the ticks (the counter went back): far.
-        assert!(!anchor.worth_converting(2_000, 3_000));
+        assert_eq!(Anchor::from_words(anchor.to_words()), anchor);
+        let rate = Rate::between(&reading(0), &reading(TICKS_PER_SECOND)).unwrap();
+        let at = Anchor::at(&reading(2 * TICKS_PER_SECOND), rate);
+        assert_eq!(Anchor::from_words(at.to_words()), at);
+    }
+
+    /// An epoch is the largest power of two of ticks within 0.5 ms and the
+    /// rate's baseline, so that every anchor with a baseline as long
+    /// reaches across one.
+    #[test]
+    fn an_epoch_is_a_power_of_two_of_ticks_within_half_a_millisecond() {
+        // 2.5 GHz: 0.5 ms is 1,250,000 ticks; 2^20 = 1,048,576.
+        let rate = Rate::between(&reading(0), &reading(TICKS_PER_SECOND / 1000)).unwrap();
+        assert_eq!(rate.epoch_shift(), Some(20));
+        let anchor = Anchor::at(&reading(5 * TICKS_PER_SECOND), rate);
+        assert!(anchor.converts(anchor.ticks() + (1 << 20)));
+        // Measured over exactly 0.5 ms: the same epoch, within it.
+        let half = Rate::between(&reading(0), &reading(TICKS_PER_SECOND / 2000)).unwrap();
+        assert_eq!(half.epoch_shift(), Some(20));
+        // A rate measured over less than 0.5 ms makes no epoch, and no
+        // rate none.
+        let short = Rate::between(&reading(0), &reading(TICKS_PER_SECOND / 4000)).unwrap();
+        assert_eq!(short.epoch_shift(), None);
+        assert_eq!(Rate::NONE.epoch_shift(), None);
+        // A 1 GHz counter: 500,000 ticks; 2^18 = 262,144.
+        let later = Reading {
+            ticks: ORIGIN.ticks + 1_000_000,
+            boot: ORIGIN.boot + 1_000_000,
+            ..ORIGIN
+        };
+        let slow = Rate::between(&ORIGIN, &later).unwrap();
+        assert_eq!(slow.epoch_shift(), Some(18));
     }
 
     #[test]

@@ -36,7 +36,8 @@ use std::time::SystemTime;
 
 use logbus_appenders::__private_api::{from_unix_nanos, unix_nanos, Stamp};
 
-use super::convert::{Anchor, Converter, Fallback, Rate, Reading, WentBack};
+use super::convert::{Anchor, Converter, Fallback, Rate, Reading, WentBack, EPOCH_NANOS, WORDS};
+use super::keyed::{Found, Slot, EPOCH_AT};
 use crate::sync::{AtomicU64, Ordering};
 
 /// The environment variable that turns the counter off: `LOGBUS_TSC=off`.
@@ -98,6 +99,21 @@ static ORIGIN_SLEPT: AtomicU64 = AtomicU64::new(0);
 /// any recent one will do.
 static LAST_RATE: AtomicU64 = AtomicU64::new(0);
 
+/// log2 of the ticks in an epoch of keyed anchors (`keyed.rs`,
+/// [`keyed_to_unix_nanos`]), measured by the claimant with the origin and
+/// written like it, before the `Release` store of `TICKS` (again only by a
+/// forked child that redoes the decision, before any tick is stamped).
+static EPOCH_SHIFT: AtomicU64 = AtomicU64::new(0);
+
+/// How many epochs' anchors are kept: the slot of an epoch is taken by the
+/// epoch this many later (1.6 s here, at 2^20 ticks an epoch; 1 to 2 s
+/// with any counter).
+const EPOCHS: usize = 4096;
+
+/// The anchors of the latest epochs a copy was converted in, by epoch
+/// modulo [`EPOCHS`] (256 KiB, a cache line a slot, touched as used).
+static KEYED: [Slot<WORDS>; EPOCHS] = [const { Slot::new() }; EPOCHS];
+
 /// A converting thread's state beyond its anchor.
 #[derive(Clone, Copy)]
 enum State {
@@ -117,9 +133,9 @@ thread_local! {
     /// thread has taken off its queue was stamped ([`note_taken`]); 0 on
     /// other threads.
     static TAKEN: Cell<u64> = const { Cell::new(0) };
-    /// The tick of this thread's last [`stamp_converted`] (0: none yet):
-    /// whether it logs often enough to keep an anchor fresh.
-    static LAST_CONVERTED: Cell<u64> = const { Cell::new(0) };
+    /// The keyed anchor this thread last converted a copy with: the first
+    /// and last tick of its epoch, and the anchor.
+    static KEYED_ANCHOR: Cell<Option<(u64, u64, Anchor)>> = const { Cell::new(None) };
 }
 
 /// Notes, on a worker's thread that has just taken records off its queue,
@@ -145,63 +161,29 @@ pub(super) fn forget_taken() {
 /// The stamp of a record built now.
 #[inline]
 pub(super) fn stamp() -> Stamp {
+    stamp_with(to_unix_nanos)
+}
+
+/// The stamp of a record that travels as copies to several workers
+/// (`clock::stamp_keyed`): the counter, as [`stamp`] reads it, converted
+/// by whichever thread reads the time with the anchor of its epoch
+/// ([`keyed_to_unix_nanos`]), which every thread converting a tick of that
+/// epoch takes, so the copies have one time.
+#[inline]
+pub(super) fn stamp_keyed() -> Stamp {
+    stamp_with(keyed_to_unix_nanos)
+}
+
+/// The counter with `convert`, its converter, or the wall clock.
+#[inline(always)]
+fn stamp_with(convert: fn(u64) -> i64) -> Stamp {
     // Relaxed: only the state's value is needed here; a converter orders
     // its own reads of the origin (`origin`).
     match SOURCE.load(Ordering::Relaxed) {
-        TICKS => Stamp::Ticks(read_ticks(), to_unix_nanos),
+        TICKS => Stamp::Ticks(read_ticks(), convert),
         WALL => Stamp::Wall(SystemTime::now()),
-        _ => first_stamp(),
+        _ => first_stamp(convert),
     }
-}
-
-/// The stamp of a record that travels as copies to several workers,
-/// converted here, on the caller's thread (`clock::stamp_converted`): the
-/// counter read and converted with this thread's anchor, as a worker
-/// converts. A thread with no anchor yet reads one (about 0.2 µs,
-/// [`BRACKETS`]); one whose anchor does not reach the ticks reads a new one
-/// only while it stamps such records often enough to pay for it, the
-/// previous within an eighth of an anchor's reach (`min(1 ms, baseline)`,
-/// [`Anchor::worth_converting`]), and stamps the wall clock (about 30 ns)
-/// otherwise, so a sparse caller does not pay for readings it would use a
-/// few times. Either way the result travels as ticks that are already
-/// nanoseconds, converted by the identity ([`converted`]).
-pub(super) fn stamp_converted() -> Stamp {
-    // Relaxed: as in `stamp`.
-    let nanos = match SOURCE.load(Ordering::Relaxed) {
-        TICKS => converted_here(read_ticks()),
-        // Undecided (no broker was built; one that was decided it) or the
-        // wall clock.
-        _ => None,
-    };
-    let nanos = nanos.unwrap_or_else(|| unix_nanos(SystemTime::now()));
-    Stamp::Ticks(nanos as u64, converted)
-}
-
-/// `ticks`, just read, converted by this thread ([`to_unix_nanos`]), if it
-/// has no anchor yet or its anchor is worth it
-/// ([`Anchor::worth_converting`]); `None` (the wall clock) otherwise, or
-/// once its thread-locals are gone.
-fn converted_here(ticks: u64) -> Option<i64> {
-    let last = LAST_CONVERTED.try_with(|cell| cell.replace(ticks)).ok()?;
-    let anchor = ANCHOR.try_with(Cell::get).ok()?;
-    match anchor {
-        // The usual case, converted as `to_unix_nanos` converts it with
-        // no second look at the thread-locals: the anchor reaches `ticks`,
-        // which, read after the anchor, is newer than it (`in_order`).
-        Some(anchor) if anchor.converts(ticks) && ticks > anchor.ticks() => {
-            let nanos = anchor.unix_nanos_at(ticks);
-            debug_assert_eq!(nanos, to_unix_nanos(ticks), "as the long way converts it");
-            Some(nanos)
-        }
-        Some(anchor) if !anchor.worth_converting(ticks, last) => None,
-        _ => Some(to_unix_nanos(ticks)),
-    }
-}
-
-/// The converter of a stamp converted already ([`stamp_converted`]): its
-/// ticks are the nanoseconds since the Unix epoch (as `u64` bits).
-fn converted(nanos: u64) -> i64 {
-    nanos as i64
 }
 
 /// Decides the source if nobody has.
@@ -221,9 +203,9 @@ pub(super) fn ticks_decided() -> Option<bool> {
 
 #[cold]
 #[inline(never)]
-fn first_stamp() -> Stamp {
+fn first_stamp(convert: fn(u64) -> i64) -> Stamp {
     if settle(&SOURCE, crate::fork::generation(), decide) & STATE == TICKS {
-        Stamp::Ticks(read_ticks(), to_unix_nanos)
+        Stamp::Ticks(read_ticks(), convert)
     } else {
         Stamp::Wall(SystemTime::now())
     }
@@ -283,6 +265,18 @@ fn decide() -> u64 {
     let Some(origin) = read() else {
         return WALL; // the counter went back inside every bracket
     };
+    // The epochs of keyed anchors: measured over an epoch's length at
+    // least, so that every anchor, at a rate measured from the origin or
+    // over a longer baseline, reaches across one (`Rate::epoch_shift`).
+    // Once per process, before any record is stamped with the counter.
+    crate::sync::thread::sleep(std::time::Duration::from_nanos(EPOCH_NANOS));
+    let Some(shift) = read()
+        .and_then(|now| Rate::between(&origin, &now))
+        .and_then(|rate| rate.epoch_shift())
+    else {
+        return WALL; // the counter did not advance as the clock did
+    };
+    EPOCH_SHIFT.store(u64::from(shift), Ordering::Relaxed);
     ORIGIN_TICKS.store(origin.ticks, Ordering::Relaxed);
     ORIGIN_WALL.store(unix_nanos(origin.wall) as u64, Ordering::Relaxed);
     ORIGIN_BOOT.store(origin.boot, Ordering::Relaxed);
@@ -457,8 +451,8 @@ fn origin() -> Reading {
 
 /// A record's ticks as wall-clock time, in nanoseconds from the Unix epoch:
 /// the converter its stamp carries, run by the thread reading the record's
-/// time (or, for a record copied to several workers, by the caller's,
-/// [`stamp_converted`]).
+/// time, with that thread's anchor (a record copied to several workers
+/// carries [`keyed_to_unix_nanos`] instead).
 fn to_unix_nanos(ticks: u64) -> i64 {
     if let Some(anchor) = ANCHOR.try_with(Cell::get).ok().flatten() {
         // A tick older than the anchor was stamped before it, unless the
@@ -491,10 +485,20 @@ fn in_order(ticks: u64, anchor: u64, taken: u64, read: impl FnOnce() -> u64) -> 
 #[cold]
 #[inline(never)]
 fn convert_slowly(ticks: u64) -> i64 {
+    match new_anchor() {
+        Ok(anchor) => anchor.unix_nanos_at(ticks),
+        Err(fallback) => fallback.unix_nanos_at(ticks),
+    }
+}
+
+/// This thread's new anchor, read now (after every tick it is to
+/// convert), kept as its own; or, once the counter went back, how it
+/// converts the ticks still outstanding.
+fn new_anchor() -> Result<Anchor, Fallback> {
     let origin = origin();
     // A thread whose thread-locals are gone (at its exit) keeps nothing.
     let mut converter = match CONVERTER.try_with(Cell::get).ok().flatten() {
-        Some(State::GaveUp(fallback)) => return fallback.unix_nanos_at(ticks),
+        Some(State::GaveUp(fallback)) => return Err(fallback),
         Some(State::Ticks(converter)) => converter,
         None => Converter::new(origin),
     };
@@ -504,7 +508,7 @@ fn convert_slowly(ticks: u64) -> i64 {
     let anchored = if given_up {
         Err(WentBack)
     } else {
-        // Read after `ticks` was stamped: `ticks` is older than it.
+        // Read after every tick to convert was stamped: they are older.
         read()
             .ok_or(WentBack)
             .and_then(|now| converter.anchor(now, known))
@@ -525,7 +529,7 @@ fn convert_slowly(ticks: u64) -> i64 {
                     cell.set(anchor.ticks());
                 }
             });
-            anchor.unix_nanos_at(ticks)
+            Ok(anchor)
         }
         Err(WentBack) => {
             give_up(&SOURCE);
@@ -533,10 +537,108 @@ fn convert_slowly(ticks: u64) -> i64 {
             // loaded `TICKS` just before.
             let fallback = converter.fallback(origin, rough_read(), known);
             let _ = ANCHOR.try_with(|cell| cell.set(None));
+            let _ = KEYED_ANCHOR.try_with(|cell| cell.set(None));
             let _ = CONVERTER.try_with(|cell| cell.set(Some(State::GaveUp(fallback))));
-            fallback.unix_nanos_at(ticks)
+            Err(fallback)
         }
     }
+}
+
+/// The ticks of a record copied to several workers as wall-clock time, in
+/// nanoseconds from the Unix epoch: converted with the anchor of their
+/// epoch (`ticks >> EPOCH_SHIFT`), the one the first thread to convert a
+/// tick of that epoch published (`keyed.rs`), so that every worker
+/// converting a copy obtains one time. The anchor converts the epoch's
+/// ticks within the accuracy bound (`convert.rs`): one read after a tick
+/// of the epoch reaches its last tick (`Rate::epoch_shift`). A thread keeps
+/// the last one it used ([`KEYED_ANCHOR`]), so a flood's conversions read
+/// no slot; the rest is [`keyed_slowly`].
+fn keyed_to_unix_nanos(ticks: u64) -> i64 {
+    if let Some((first, last, anchor)) = KEYED_ANCHOR.try_with(Cell::get).ok().flatten() {
+        // As in `to_unix_nanos`: a tick older than the anchor needs a
+        // reading made after its stamp at or past the anchor.
+        let taken = TAKEN.try_with(Cell::get).unwrap_or(0);
+        if (first..=last).contains(&ticks) && in_order(ticks, anchor.ticks(), taken, read_ticks) {
+            return anchor.unix_nanos_at(ticks);
+        }
+    }
+    keyed_slowly(ticks)
+}
+
+/// [`keyed_to_unix_nanos`] with the epoch's anchor found in its slot of
+/// [`KEYED`], or published there ([`keyed_in`]).
+#[cold]
+#[inline(never)]
+fn keyed_slowly(ticks: u64) -> i64 {
+    // Acquire: as in `origin`, for `EPOCH_SHIFT`, written before `TICKS`.
+    if SOURCE.load(Ordering::Acquire) & STATE != TICKS {
+        return to_unix_nanos(ticks); // given up (or, if undecided, a bug)
+    }
+    keyed_in(&KEYED, EPOCH_SHIFT.load(Ordering::Relaxed), ticks)
+}
+
+/// [`keyed_slowly`] on `table`, with epochs of `2^shift` ticks. Where the
+/// epoch's anchor is gone (its slot holds one [`EPOCHS`] epochs later: the
+/// copy is converted 1 to 2 s after another copy of a tick of its epoch,
+/// the last one to look, by a worker that lagged that far behind), cannot
+/// be published (it would not reach the epoch's last tick) or is being
+/// published by a thread that does not run ([`Found::Busy`]), the thread
+/// converts with its own anchor ([`to_unix_nanos`]): within the accuracy
+/// bound, but maybe not to its copies' time, a few nanoseconds apart. So
+/// does a counter slower than 0.5 GHz, whose epochs a tag cannot hold.
+fn keyed_in(table: &[Slot<WORDS>], shift: u64, ticks: u64) -> i64 {
+    debug_assert!((2..64).contains(&shift), "decided with the origin");
+    if shift < u64::from(EPOCH_AT) {
+        return to_unix_nanos(ticks);
+    }
+    let epoch = ticks >> shift;
+    let (first, last) = (epoch << shift, epoch << shift | ((1 << shift) - 1));
+    let slot = &table[(epoch % table.len() as u64) as usize];
+    let generation = crate::fork::generation();
+    let anchor = match slot.find(epoch, generation) {
+        Found::Anchor(words) => Anchor::from_words(words),
+        Found::Vacant(seen) => {
+            let own = match new_anchor() {
+                Ok(anchor) => anchor,
+                Err(fallback) => return fallback.unix_nanos_at(ticks),
+            };
+            // Read after `ticks`: it converts the epoch's older ticks, and
+            // its newer ones if it reaches the last.
+            if !own.converts(last) {
+                return own.unix_nanos_at(ticks);
+            }
+            match slot.publish(epoch, generation, seen, own.to_words()) {
+                Found::Anchor(words) => Anchor::from_words(words),
+                _ => return own.unix_nanos_at(ticks),
+            }
+        }
+        Found::Gone | Found::Busy => return to_unix_nanos(ticks),
+    };
+    // Another thread's anchor may be newer than this worker's reading
+    // after its take: one reading now, made after the take too, spares the
+    // rest of the take a read each (as `new_anchor` does).
+    let taken = TAKEN.try_with(Cell::get).unwrap_or(0);
+    let taken = if taken != 0 && taken < anchor.ticks() {
+        let now = read_ticks();
+        let _ = TAKEN.try_with(|cell| cell.set(now));
+        now
+    } else {
+        taken
+    };
+    if !in_order(ticks, anchor.ticks(), taken, read_ticks) {
+        // No counter reading past the anchor, which another thread may
+        // have read a moment ago: a bracketed reading of this thread's
+        // tells whether the counter went back (then its own conversion, or
+        // its fallback once it gave up), or whether the bare read above
+        // merely ran ahead of the anchor's load.
+        match new_anchor() {
+            Err(fallback) => return fallback.unix_nanos_at(ticks),
+            Ok(own) if own.ticks() < anchor.ticks() => return own.unix_nanos_at(ticks),
+            Ok(_) => {}
+        }
+    }
+    let _ = KEYED_ANCHOR.try_with(|cell| cell.set(Some((first, last, anchor))));
+    anchor.unix_nanos_at(ticks)
 }
 
 #[cfg(test)]
@@ -745,6 +847,123 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// The length of an epoch (log2 of its ticks), once the source is
+    /// decided, if records are stamped with the counter.
+    fn epoch_shift() -> Option<u64> {
+        prepare();
+        if SOURCE.load(Ordering::Relaxed) & STATE != TICKS {
+            return None;
+        }
+        let shift = EPOCH_SHIFT.load(Ordering::Relaxed);
+        assert!((u64::from(EPOCH_AT)..64).contains(&shift));
+        Some(shift)
+    }
+
+    /// Copies of records, converted on three threads at once (a worker's
+    /// with its take noted, two without), have one time each, between the
+    /// wall-clock reads around their stamp, across epochs: each thread
+    /// takes its epoch's anchor from the first to publish it.
+    #[test]
+    fn copies_converted_on_several_threads_have_one_time() {
+        let Some(shift) = epoch_shift() else {
+            return; // stamped with the wall clock: nothing to convert
+        };
+        let slack = std::time::Duration::from_micros(1);
+        for round in 0..4 {
+            // Stamps spanning three epochs: converted in each by the
+            // anchor of its own, published by whichever thread came first.
+            let mut stamped = Vec::new();
+            let first = read_ticks() >> shift;
+            while stamped.len() < 10_000_000 {
+                let (before, stamp, after) = (SystemTime::now(), stamp_keyed(), SystemTime::now());
+                let Stamp::Ticks(ticks, convert) = stamp else {
+                    panic!("stamped with the counter");
+                };
+                assert_eq!(convert as *const (), keyed_to_unix_nanos as *const ());
+                stamped.push((before, ticks, after));
+                if ticks >> shift > first + 2 {
+                    break;
+                }
+            }
+            let stamped = crate::sync::Arc::new(stamped);
+            let barrier = crate::sync::Arc::new(crate::sync::Barrier::new(3));
+            let threads: Vec<_> = (0..3)
+                .map(|thread| {
+                    let (stamped, barrier) = (stamped.clone(), barrier.clone());
+                    crate::sync::thread::spawn(move || {
+                        if thread == 0 {
+                            note_taken();
+                        }
+                        barrier.wait();
+                        // Each in its own order, so that none converts a
+                        // tick with an anchor another's order left it.
+                        let mut order: Vec<usize> = (0..stamped.len()).collect();
+                        match thread {
+                            0 => {}
+                            1 => order.reverse(),
+                            _ => order.sort_by_key(|&i| (i % 7, i)),
+                        }
+                        let mut times = vec![0; stamped.len()];
+                        for i in order {
+                            times[i] = keyed_to_unix_nanos(stamped[i].1);
+                        }
+                        forget_taken();
+                        times
+                    })
+                })
+                .collect();
+            let times: Vec<Vec<i64>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+            for (i, &(before, _, after)) in stamped.iter().enumerate() {
+                let time = times[0][i];
+                assert!(
+                    times.iter().all(|t| t[i] == time),
+                    "round {round}, stamp {i}: one time, not {:?}",
+                    times.iter().map(|t| t[i]).collect::<Vec<_>>()
+                );
+                let time = from_unix_nanos(time);
+                assert!(time + slack >= before && time <= after + slack);
+            }
+        }
+    }
+
+    /// A copy converted once a later epoch took its epoch's slot (on a
+    /// table of four, here) is converted with its thread's own anchor,
+    /// still between the wall-clock reads around its stamp.
+    #[test]
+    fn a_copy_whose_epochs_anchor_is_gone_is_converted_with_its_threads_own() {
+        let Some(shift) = epoch_shift() else {
+            return; // stamped with the wall clock: nothing to convert
+        };
+        let table = crate::sync::Arc::new([const { Slot::<WORDS>::new() }; 4]);
+        let (before, ticks, after) = (SystemTime::now(), read_ticks(), SystemTime::now());
+        let epoch = ticks >> shift;
+        let slack = std::time::Duration::from_micros(1);
+        let within = |nanos: i64| {
+            let time = from_unix_nanos(nanos);
+            time + slack >= before && time <= after + slack
+        };
+        let on_a_thread = |table: crate::sync::Arc<[Slot<WORDS>; 4]>| {
+            crate::sync::thread::spawn(move || keyed_in(&*table, shift, ticks))
+                .join()
+                .unwrap()
+        };
+        assert!(within(on_a_thread(table.clone())));
+        let slot = &table[(epoch % 4) as usize];
+        let published = slot.find(epoch, crate::fork::generation());
+        let Found::Anchor(words) = published else {
+            panic!("published: {published:?}");
+        };
+        // Four epochs later, the same slot.
+        let later = epoch + 4;
+        let Found::Vacant(seen) = slot.find(later, crate::fork::generation()) else {
+            panic!("the later epoch's slot is the earlier one's");
+        };
+        let moved = slot.publish(later, crate::fork::generation(), seen, words);
+        assert_eq!(moved, Found::Anchor(words));
+        assert_eq!(slot.find(epoch, crate::fork::generation()), Found::Gone);
+        assert!(within(on_a_thread(table)));
     }
 
     #[test]

@@ -7,8 +7,9 @@
 //! [`LaneGate`], its one lane; several take
 //! [`publish_copies`](BrokerShared::publish_copies), which the usual path
 //! offers them first, and its push (`push_copies`) through [`CopiesGate`]
-//! (a [`LaneGate`] for each lane), with the stamp converted on this thread
-//! so that the copies have one time. Every step
+//! (a [`LaneGate`] for each lane), with a stamp each worker converts with
+//! the anchor of its epoch (`clock::stamp_keyed`), so that the copies
+//! have one time. Every step
 //! the usual path takes for a record (`seq`, the gate, the generation and
 //! shutdown re-checks, the overflow policy, the wake-up) is taken here for
 //! the parts, in the same order. A route taken this way, to one
@@ -286,9 +287,9 @@ impl BrokerShared {
     /// The direct path for a route to two to [`COPIES`] subscriptions,
     /// none with a predicate, and no journal or flight recorder: the parts
     /// are copied into each one's lane under one gate (every lane marked
-    /// busy, one fence, the generation re-checked), with the stamp
-    /// converted on this thread (`clock::stamp_converted`), so that every
-    /// copy has one time. Each subscription's overflow policy and counters
+    /// busy, one fence, the generation re-checked), with a stamp each worker
+    /// converts with the anchor of its epoch (`clock::stamp_keyed`), so
+    /// that every copy has one time. Each subscription's overflow policy and counters
     /// see its own copy, as they see the shared record on the usual path.
     ///
     /// Called by the usual path (`publish_usual`, out of line) for every
@@ -335,7 +336,7 @@ impl BrokerShared {
         stash: &mut Stash,
         call: &mut impl Make,
     ) -> Direct {
-        let Some(mut parts) = parts_of(route.topic, call, crate::clock::stamp_converted()) else {
+        let Some(mut parts) = parts_of(route.topic, call, crate::clock::stamp_keyed()) else {
             return Direct::Usual;
         };
         // Relaxed: see `seq`; taken only once the parts fit, as on the
