@@ -130,10 +130,13 @@
 //! every output shows the same time. A record copied to several
 //! subscriptions' workers is converted by each with the anchor of its
 //! stamp's epoch (0.5 ms at most), which they share, so its copies show one
-//! time too, unless one worker takes its copy 1 to 2 s after another (its
-//! epoch's anchor is then gone, and the two may differ by a few
-//! nanoseconds). Deciding the source costs the first broker's build a
-//! 0.5 ms sleep, once per process (it measures the counter's rate). The conversion
+//! time too, but in rare cases where a worker converts with its own anchor
+//! instead (within the same accuracy, maybe a few nanoseconds from the
+//! others): it takes its copy 1 to 2 s after another worker took its own
+//! (the epoch's anchor is gone by then), or the thread publishing the
+//! anchor does not run for a millisecond or more. Deciding the source
+//! costs the first broker's build a 0.5 ms sleep, once per process (it
+//! measures the counter's rate). The conversion
 //! is within about 0.1 µs of what `SystemTime::now()` would have read on
 //! the caller's thread, for a record first read within a second or so of
 //! its stamp (about 0.05 µs more per further second). What can make it

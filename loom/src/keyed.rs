@@ -2,17 +2,21 @@
 //! the argument), on its own code: copies of a record converted on several
 //! threads take one anchor for their epoch, whole.
 //!
-//! Three models, each with at most one thread that can wait for a writer
+//! Four models, each with at most one thread that can wait for a writer
 //! (loom explores two waiters yielding to each other without end):
 //!
 //! - two threads publish their own anchor for epoch 1, or take the one
 //!   found: both obtain the same one, whole;
 //! - with epoch 1's anchor published, a thread finds it while another
-//!   moves the slot on to epoch 2 (as the epoch 1,024 later does to a slot
+//!   moves the slot on to epoch 2 (as the epoch 4,096 later does to a slot
 //!   of the table): the finder obtains epoch 1's anchor whole, or finds it
 //!   gone;
 //! - a thread publishes epoch 1's anchor while another publishes epoch
-//!   2's: each obtains its own, whole, or the first finds its epoch gone.
+//!   2's: each obtains its own, whole, or the first finds its epoch gone;
+//! - in a forked child, over a claim of epoch 1 its parent's writer left
+//!   half-written, two threads obtain epoch 1's anchor: both the same one,
+//!   whole (neither the half-written words nor a wait for a writer that is
+//!   gone).
 //!
 //! The broken variants, which loom must reject: a finder without the
 //! second load of the tag reads words torn between the two epochs'
@@ -28,8 +32,8 @@ use crate::models::{check, expected_failure, must_fail};
 /// Words of an anchor in the model.
 const WORDS: usize = 2;
 
-/// The process's fork generation (no fork in the models).
-const GENERATION: u64 = 0;
+/// The process's fork generation (a child's, one fork deep).
+const GENERATION: u64 = 1;
 
 /// Writer `writer`'s anchor for `epoch`: every word says both.
 fn anchor(epoch: u64, writer: u64) -> [u64; WORDS] {
@@ -126,6 +130,22 @@ fn epochs_published_at_once_each_keep_their_own() {
         );
         assert_eq!(later.join().unwrap(), Found::Anchor(anchor(2, 3)));
         assert_eq!(slot.find(2, GENERATION), Found::Anchor(anchor(2, 3)));
+    });
+}
+
+#[test]
+fn in_a_child_a_parents_unfinished_claim_is_claimed_over_once() {
+    check(|| {
+        let slot = Arc::new(Slot::<WORDS>::new());
+        slot.left_writing(1, GENERATION - 1, anchor(1, 9));
+        let first = {
+            let slot = Arc::clone(&slot);
+            thread::spawn(move || obtain(&slot, 1, 1, Variant::Protocol))
+        };
+        let second = obtain(&slot, 1, 2, Variant::Protocol);
+        let anchors = [anchor(1, 1), anchor(1, 2)];
+        let first = one_of(first.join().unwrap(), &anchors, false);
+        assert_eq!(first, one_of(second, &anchors, false), "two anchors");
     });
 }
 

@@ -210,8 +210,9 @@ impl Rate {
         }
         let ticks = (u128::from(EPOCH_NANOS) << 64) / self.per_tick;
         let ticks = u64::try_from(ticks).unwrap_or(u64::MAX).min(self.ticks);
-        // At least 2: an epoch (`ticks >> shift`) is below 2^62, as a
-        // slot's tag needs.
+        // At least 2, so that an epoch (`ticks >> shift`) is below 2^62;
+        // a slot's tag holds those below 2^46 (`keyed.rs`, `EPOCH_AT`),
+        // which `tsc::keyed_in` checks.
         (ticks >= 4).then(|| 63 - ticks.leading_zeros())
     }
 

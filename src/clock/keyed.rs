@@ -56,12 +56,15 @@
 //! sequence lock's argument, with the writer's claim as its odd count.)
 //!
 //! A writer waited for is a few stores from `READY`, unless it was
-//! preempted; a finder waits for it, yielding its core, up to [`WAITS`]
-//! looks (about a millisecond), then gives up ([`Found::Busy`]: a writer
-//! of lower priority than a real-time finder on its core never runs). The
-//! fork generation in the tag (its low [`GENERATION_BITS`] bits: a child
-//! 65,536 forks deep mistakes its ancestor's claim for its own) tells a
-//! claim by a thread that is gone. `loom/src/keyed.rs` model-checks the
+//! preempted; a finder waits for it, spinning and yielding its core, up to
+//! [`YIELDS`] yields (a millisecond or more), then gives up
+//! ([`Found::Busy`]: a writer of lower priority than a real-time finder on
+//! its core never runs). The fork generation in the tag (its low
+//! [`GENERATION_BITS`] bits: a child 65,536 forks deep mistakes its
+//! ancestor's claim for its own) tells a claim by a thread that is gone.
+//! Not covered: a fork from a signal handler that interrupted a conversion
+//! between its claim and `READY` (the child's interrupted writer then
+//! races a child's claim over it). `loom/src/keyed.rs` model-checks the
 //! protocol on this code, with the broken variants it rules out (a finder
 //! without the second load reads words torn between two epochs' anchors;
 //! a publisher without the claim publishes two anchors for one epoch).
@@ -85,9 +88,9 @@ pub(crate) const EPOCH_AT: u32 = 2 + GENERATION_BITS;
 /// core: the writer is a few stores from done unless it was preempted.
 const SPINS: u32 = 64;
 
-/// Looks of a finder that waits for a writer before it gives up: 64 yields,
-/// a millisecond or so if the writer does not run.
-const WAITS: u32 = 64 * SPINS;
+/// Yields of a finder that waits for a writer before it gives up, each
+/// after [`SPINS`] spins: a millisecond or more if the writer does not run.
+const YIELDS: u32 = 1024;
 
 /// One epoch's anchor at a time, as `N` words; a cache line of its own
 /// (neighbouring epochs' slots are written by their writers).
@@ -114,8 +117,9 @@ pub(crate) enum Found<const N: usize> {
     /// epoch's): publish one, claiming from what was seen.
     Vacant(Seen),
     /// A writer of the epoch (or an earlier one) in this process did not
-    /// finish within [`WAITS`] looks: no anchor.
-    Busy,
+    /// finish within [`YIELDS`] yields: no anchor; the slot held what was
+    /// seen ([`Slot::holds`]).
+    Busy(Seen),
 }
 
 /// A tag's fields.
@@ -163,7 +167,7 @@ impl<const N: usize> Slot<N> {
     /// [`find`](Slot::find), from `tag`, loaded with `Acquire` (or read by
     /// a failed claim).
     fn look(&self, epoch: u64, generation: u64, mut tag: u64) -> Found<N> {
-        let mut looks = 0;
+        let (mut spins, mut yields) = (0, 0);
         loop {
             if epoch_of(tag) > epoch {
                 return Found::Gone;
@@ -183,13 +187,14 @@ impl<const N: usize> Slot<N> {
                     continue;
                 }
                 WRITING if claimed_in(tag, generation) => {
-                    looks += 1;
-                    if looks == WAITS {
-                        return Found::Busy;
-                    }
+                    spins += 1;
                     // Under loom, which runs one thread at a time, a yield
                     // each time.
-                    if cfg!(loom) || looks % SPINS == 0 {
+                    if cfg!(loom) || spins % SPINS == 0 {
+                        yields += 1;
+                        if yields == YIELDS {
+                            return Found::Busy(Seen(tag));
+                        }
                         thread::yield_now();
                     } else {
                         spin_loop();
@@ -200,6 +205,12 @@ impl<const N: usize> Slot<N> {
             // Acquire, as in `find`.
             tag = self.tag.load(Ordering::Acquire);
         }
+    }
+
+    /// Whether the slot still holds what was `seen` (a finder that found
+    /// it [`Found::Busy`] need not wait again for the same claim).
+    pub(crate) fn holds(&self, seen: Seen) -> bool {
+        self.tag.load(Ordering::Relaxed) == seen.0
     }
 
     /// Publishes `words` as the anchor of `epoch`, claiming the slot from
@@ -308,12 +319,17 @@ mod tests {
     #[test]
     fn an_unfinished_claim_is_waited_for_in_its_process_and_claimed_over_in_a_child() {
         let slot = Slot::<3>::new();
-        slot.tag
-            .store(tag(8, GENERATION, WRITING), Ordering::Relaxed);
-        assert_eq!(slot.find(8, GENERATION), Found::Busy);
-        assert_eq!(slot.find(9, GENERATION), Found::Busy, "an earlier epoch's");
+        let writing = tag(8, GENERATION, WRITING);
+        slot.tag.store(writing, Ordering::Relaxed);
+        assert_eq!(slot.find(8, GENERATION), Found::Busy(Seen(writing)));
+        assert!(slot.holds(Seen(writing)));
+        assert_eq!(
+            slot.find(9, GENERATION),
+            Found::Busy(Seen(writing)),
+            "an earlier epoch's"
+        );
         assert_eq!(slot.find(7, GENERATION), Found::Gone, "a later epoch's");
-        // In a child, one fork further (and 2^16 further: the same bits).
+        // In a child, one fork further.
         assert_eq!(
             slot.find(8, GENERATION + 1),
             Found::Vacant(Seen(tag(8, GENERATION, WRITING)))
@@ -329,6 +345,7 @@ mod tests {
             found => panic!("{found:?}"),
         }
         assert_eq!(slot.find(8, child), Found::Anchor(words(8, 2)));
+        assert!(!slot.holds(Seen(writing)));
         assert_eq!(
             slot.find(8, GENERATION + (1 << GENERATION_BITS)),
             Found::Anchor(words(8, 2)),
@@ -380,7 +397,9 @@ mod tests {
                 .iter()
                 .filter_map(|f| match f[round] {
                     Found::Anchor(words) => Some(words),
-                    Found::Gone => None,
+                    // A writer preempted for a millisecond in its few
+                    // stores: rare, and no anchor either.
+                    Found::Gone | Found::Busy(_) => None,
                     found => panic!("round {round}: {found:?}"),
                 })
                 .collect();
@@ -413,6 +432,16 @@ impl<const N: usize> Slot<N> {
                 WRITING if claimed_in(tag, generation) => thread::yield_now(),
                 _ => return Found::Vacant(Seen(tag)),
             }
+        }
+    }
+
+    /// The slot as a writer of `epoch` in fork generation `generation` left
+    /// it, halfway through `words`, when a fork took it away.
+    pub(crate) fn left_writing(&self, epoch: u64, generation: u64, words: [u64; N]) {
+        self.tag
+            .store(tag(epoch, generation, WRITING), Ordering::Relaxed);
+        for (word, value) in self.words.iter().zip(words).take(N / 2) {
+            word.store(value, Ordering::Relaxed);
         }
     }
 

@@ -37,7 +37,7 @@ use std::time::SystemTime;
 use logbus_appenders::__private_api::{from_unix_nanos, unix_nanos, Stamp};
 
 use super::convert::{Anchor, Converter, Fallback, Rate, Reading, WentBack, EPOCH_NANOS, WORDS};
-use super::keyed::{Found, Slot, EPOCH_AT};
+use super::keyed::{Found, Seen, Slot, EPOCH_AT};
 use crate::sync::{AtomicU64, Ordering};
 
 /// The environment variable that turns the counter off: `LOGBUS_TSC=off`.
@@ -136,6 +136,10 @@ thread_local! {
     /// The keyed anchor this thread last converted a copy with: the first
     /// and last tick of its epoch, and the anchor.
     static KEYED_ANCHOR: Cell<Option<(u64, u64, Anchor)>> = const { Cell::new(None) };
+    /// The slot (its index) this thread last waited for in vain, and what
+    /// it held: a claim no thread finishes (its writer gone unseen, as in a
+    /// child forked without the atfork handler) is not waited for again.
+    static STUCK: Cell<Option<(usize, Seen)>> = const { Cell::new(None) };
 }
 
 /// Notes, on a worker's thread that has just taken records off its queue,
@@ -577,23 +581,35 @@ fn keyed_slowly(ticks: u64) -> i64 {
     keyed_in(&KEYED, EPOCH_SHIFT.load(Ordering::Relaxed), ticks)
 }
 
-/// [`keyed_slowly`] on `table`, with epochs of `2^shift` ticks. Where the
-/// epoch's anchor is gone (its slot holds one [`EPOCHS`] epochs later: the
-/// copy is converted 1 to 2 s after another copy of a tick of its epoch,
-/// the last one to look, by a worker that lagged that far behind), cannot
-/// be published (it would not reach the epoch's last tick) or is being
-/// published by a thread that does not run ([`Found::Busy`]), the thread
-/// converts with its own anchor ([`to_unix_nanos`]): within the accuracy
-/// bound, but maybe not to its copies' time, a few nanoseconds apart. So
-/// does a counter slower than 0.5 GHz, whose epochs a tag cannot hold.
+/// [`keyed_slowly`] on `table`, with epochs of `2^shift` ticks. The thread
+/// converts with its own anchor ([`to_unix_nanos`]), within the accuracy
+/// bound but maybe a few nanoseconds from its copies' time, where the
+/// epoch's anchor
+/// - is gone: its slot holds one [`EPOCHS`] epochs later (the copy is
+///   converted 1 to 2 s after another copy of a tick of its epoch, the last
+///   one to look, by a worker that lagged that far behind);
+/// - is being published by a thread that does not run ([`Found::Busy`]);
+/// - cannot be published: it would not reach the epoch's last tick (a rate
+///   measured over less than an epoch, which the decision rules out);
+/// - was read by another thread past a bracketed reading of this one's
+///   (the counter went back, or the cores' counters are that far apart);
+/// - would be past what a tag holds: an epoch at or above 2^46 (a counter
+///   past 2^64 ticks at 2^18 ticks an epoch; centuries at any rate).
 fn keyed_in(table: &[Slot<WORDS>], shift: u64, ticks: u64) -> i64 {
     debug_assert!((2..64).contains(&shift), "decided with the origin");
-    if shift < u64::from(EPOCH_AT) {
+    let epoch = ticks >> shift;
+    if epoch >> (64 - EPOCH_AT) != 0 {
         return to_unix_nanos(ticks);
     }
-    let epoch = ticks >> shift;
     let (first, last) = (epoch << shift, epoch << shift | ((1 << shift) - 1));
-    let slot = &table[(epoch % table.len() as u64) as usize];
+    let index = (epoch % table.len() as u64) as usize;
+    let slot = &table[index];
+    let stuck = STUCK.try_with(Cell::get).ok().flatten();
+    if let Some((_, seen)) = stuck.filter(|&(stuck, _)| stuck == index) {
+        if slot.holds(seen) {
+            return to_unix_nanos(ticks);
+        }
+    }
     let generation = crate::fork::generation();
     let anchor = match slot.find(epoch, generation) {
         Found::Anchor(words) => Anchor::from_words(words),
@@ -612,7 +628,11 @@ fn keyed_in(table: &[Slot<WORDS>], shift: u64, ticks: u64) -> i64 {
                 _ => return own.unix_nanos_at(ticks),
             }
         }
-        Found::Gone | Found::Busy => return to_unix_nanos(ticks),
+        Found::Busy(seen) => {
+            let _ = STUCK.try_with(|cell| cell.set(Some((index, seen))));
+            return to_unix_nanos(ticks);
+        }
+        Found::Gone => return to_unix_nanos(ticks),
     };
     // Another thread's anchor may be newer than this worker's reading
     // after its take: one reading now, made after the take too, spares the
@@ -857,7 +877,7 @@ mod tests {
             return None;
         }
         let shift = EPOCH_SHIFT.load(Ordering::Relaxed);
-        assert!((u64::from(EPOCH_AT)..64).contains(&shift));
+        assert!((2..64).contains(&shift));
         Some(shift)
     }
 
@@ -872,7 +892,7 @@ mod tests {
         };
         let slack = std::time::Duration::from_micros(1);
         for round in 0..4 {
-            // Stamps spanning three epochs: converted in each by the
+            // Stamps spanning four epochs: converted in each by the
             // anchor of its own, published by whichever thread came first.
             let mut stamped = Vec::new();
             let first = read_ticks() >> shift;

@@ -289,7 +289,8 @@ impl BrokerShared {
     /// are copied into each one's lane under one gate (every lane marked
     /// busy, one fence, the generation re-checked), with a stamp each worker
     /// converts with the anchor of its epoch (`clock::stamp_keyed`), so
-    /// that every copy has one time. Each subscription's overflow policy and counters
+    /// that every copy has one time (but in the rare cases `clock/tsc.rs`'s
+    /// `keyed_in` lists). Each subscription's overflow policy and counters
     /// see its own copy, as they see the shared record on the usual path.
     ///
     /// Called by the usual path (`publish_usual`, out of line) for every
