@@ -38,7 +38,7 @@ use logbus_appenders::__private_api::{from_unix_nanos, unix_nanos, Stamp};
 
 use super::convert::{Anchor, Converter, Fallback, Rate, Reading, WentBack, EPOCH_NANOS, WORDS};
 use super::keyed::{Found, Seen, Slot, EPOCH_AT};
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, CacheLine, Ordering};
 
 /// The environment variable that turns the counter off: `LOGBUS_TSC=off`.
 const OPT_OUT: &str = "LOGBUS_TSC";
@@ -134,12 +134,17 @@ thread_local! {
     /// other threads.
     static TAKEN: Cell<u64> = const { Cell::new(0) };
     /// The keyed anchor this thread last converted a copy with: the first
-    /// and last tick of its epoch, and the anchor.
-    static KEYED_ANCHOR: Cell<Option<(u64, u64, Anchor)>> = const { Cell::new(None) };
+    /// and last tick of its epoch, and the anchor. On a cache line of its
+    /// own, as [`STUCK`] is: the one-subscription workers' per-record
+    /// thread-locals (`ANCHOR`, `TAKEN`) share none with them (`logbus-macro`'s
+    /// worker read 4-10 ns of CPU a record more without, at the same
+    /// instructions: `benches/README.md`, "Twenty-eighth session").
+    static KEYED_ANCHOR: CacheLine<Cell<Option<(u64, u64, Anchor)>>> =
+        const { CacheLine(Cell::new(None)) };
     /// The slot (its index) this thread last waited for in vain, and what
     /// it held: a claim no thread finishes (its writer gone unseen, as in a
     /// child forked without the atfork handler) is not waited for again.
-    static STUCK: Cell<Option<(usize, Seen)>> = const { Cell::new(None) };
+    static STUCK: CacheLine<Cell<Option<(usize, Seen)>>> = const { CacheLine(Cell::new(None)) };
 }
 
 /// Notes, on a worker's thread that has just taken records off its queue,
@@ -558,7 +563,7 @@ fn new_anchor() -> Result<Anchor, Fallback> {
 /// the last one it used ([`KEYED_ANCHOR`]), so a flood's conversions read
 /// no slot; the rest is [`keyed_slowly`].
 fn keyed_to_unix_nanos(ticks: u64) -> i64 {
-    if let Some((first, last, anchor)) = KEYED_ANCHOR.try_with(Cell::get).ok().flatten() {
+    if let Some((first, last, anchor)) = KEYED_ANCHOR.try_with(|cell| cell.get()).ok().flatten() {
         // As in `to_unix_nanos`: a tick older than the anchor needs a
         // reading made after its stamp at or past the anchor.
         let taken = TAKEN.try_with(Cell::get).unwrap_or(0);
@@ -604,7 +609,7 @@ fn keyed_in(table: &[Slot<WORDS>], shift: u64, ticks: u64) -> i64 {
     let (first, last) = (epoch << shift, epoch << shift | ((1 << shift) - 1));
     let index = (epoch % table.len() as u64) as usize;
     let slot = &table[index];
-    let stuck = STUCK.try_with(Cell::get).ok().flatten();
+    let stuck = STUCK.try_with(|cell| cell.get()).ok().flatten();
     if let Some((_, seen)) = stuck.filter(|&(stuck, _)| stuck == index) {
         if slot.holds(seen) {
             return to_unix_nanos(ticks);
