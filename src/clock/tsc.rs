@@ -136,9 +136,10 @@ thread_local! {
     /// The keyed anchor this thread last converted a copy with: the first
     /// and last tick of its epoch, and the anchor. On a cache line of its
     /// own, as [`STUCK`] is: the one-subscription workers' per-record
-    /// thread-locals (`ANCHOR`, `TAKEN`) share none with them (`logbus-macro`'s
-    /// worker read 4-10 ns of CPU a record more without, at the same
-    /// instructions: `benches/README.md`, "Twenty-eighth session").
+    /// thread-locals (`ANCHOR`, `TAKEN`) share none with them (without it,
+    /// `logbus-macro`'s worker leaned 4-10 ns of CPU a record slower at the
+    /// same instructions, not significantly: `benches/README.md`,
+    /// "Twenty-eighth session").
     static KEYED_ANCHOR: CacheLine<Cell<Option<(u64, u64, Anchor)>>> =
         const { CacheLine(Cell::new(None)) };
     /// The slot (its index) this thread last waited for in vain, and what
