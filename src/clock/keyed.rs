@@ -101,8 +101,9 @@ pub(crate) struct Slot<const N: usize> {
     words: [AtomicU64; N],
 }
 
-/// A tag a finder saw vacant for its epoch, to claim from
-/// ([`Slot::publish`]).
+/// A tag a finder saw: vacant for its epoch, to claim from
+/// ([`Slot::publish`]), or a writer's it gave up waiting for
+/// ([`Slot::holds`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Seen(u64);
 
@@ -122,19 +123,22 @@ pub(crate) enum Found<const N: usize> {
     Busy(Seen),
 }
 
-/// A tag's fields.
+/// The fork generation's bits, as a tag keeps them.
+const GENERATION_MASK: u64 = (1 << GENERATION_BITS) - 1;
+
+/// A tag's epoch.
 fn epoch_of(tag: u64) -> u64 {
     tag >> EPOCH_AT
 }
 
 /// The tag of `epoch` in `state`, claimed in fork generation `generation`.
 fn tag(epoch: u64, generation: u64, state: u64) -> u64 {
-    epoch << EPOCH_AT | (generation & ((1 << GENERATION_BITS) - 1)) << 2 | state
+    epoch << EPOCH_AT | (generation & GENERATION_MASK) << 2 | state
 }
 
 /// Whether `tag` was claimed in fork generation `generation`.
 fn claimed_in(tag: u64, generation: u64) -> bool {
-    (tag >> 2) & ((1 << GENERATION_BITS) - 1) == generation & ((1 << GENERATION_BITS) - 1)
+    (tag >> 2) & GENERATION_MASK == generation & GENERATION_MASK
 }
 
 impl<const N: usize> Slot<N> {
